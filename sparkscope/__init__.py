@@ -1,0 +1,38 @@
+"""sparkscope: a Spark Connect thin client and REPL for Structured Streaming.
+
+    import sparkscope
+    with sparkscope.connect() as ss:
+        q = ss.start(ss.source.rate(10), "ticks")
+
+Heavy modules (pyspark) load on first use, so `import sparkscope` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .client.errors import (AnalysisError, AuthenticationFailed, Cancelled, ConfigError, ConnectionFailed,
+                            QueryFailed, QueryNotFound, ServerError, SparkscopeError, UnsupportedOperation)
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client.query import Query
+    from .client.session import Session, connect
+
+_LAZY = {"connect": "session", "Session": "session", "Query": "query", "Progress": "progress", "Rows": "rows",
+         "LocalServer": "server"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".client.{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
+
+
+__all__ = ["connect", "Session", "Query", "Progress", "Rows", "LocalServer", "SparkscopeError", "ConfigError",
+           "ConnectionFailed", "AuthenticationFailed", "ServerError", "AnalysisError", "UnsupportedOperation",
+           "QueryNotFound", "QueryFailed", "Cancelled", "__version__"]

@@ -1,0 +1,186 @@
+"""Pure decisions made before a query starts: triggers, output modes, names. No pyspark import."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from .errors import ConfigError, UnsupportedOperation
+
+FILE_SINKS = ("parquet", "json", "csv", "orc", "text")
+SINKS = ("memory", "console", "table", "foreach_batch") + FILE_SINKS
+MODES = ("append", "update", "complete")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNITS = {
+    "ms": "milliseconds", "msec": "milliseconds", "millisecond": "milliseconds", "milliseconds": "milliseconds",
+    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
+    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
+    "h": "hours", "hour": "hours", "hours": "hours",
+}
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """kind: default | processing | once | available-now | continuous; interval like '5 seconds'."""
+
+    kind: str = "default"
+    interval: Optional[str] = None
+
+    def __str__(self) -> str:
+        if self.kind in ("processing", "continuous"):
+            return f"{self.kind}:{self.interval}" if self.kind == "continuous" else str(self.interval)
+        return self.kind
+
+    def writer_kwargs(self) -> Dict[str, object]:
+        """Keyword arguments for DataStreamWriter.trigger()."""
+        return {
+            "default": {},
+            "processing": {"processingTime": self.interval},
+            "once": {"once": True},
+            "available-now": {"availableNow": True},
+            "continuous": {"continuous": self.interval},
+        }[self.kind]
+
+    @property
+    def seconds(self) -> Optional[float]:
+        if not self.interval:
+            return None
+        number, unit = self.interval.split()
+        return float(number) * {"milliseconds": 0.001, "seconds": 1, "minutes": 60, "hours": 3600}[unit]
+
+
+def interval(text: str) -> str:
+    match = _INTERVAL.match(text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ConfigError(f"'{text}' is not a time interval", "Write it like 5s, 500ms, 1 minute")
+    number = match.group(1)
+    if float(number) <= 0:
+        raise ConfigError(f"'{text}' is not a positive interval", "Write it like 5s, 500ms, 1 minute")
+    return f"{number} {_UNITS[match.group(2).lower()]}"
+
+
+def parse_trigger(text: Optional[str]) -> Trigger:
+    """'5 seconds' / '5s' / 'once' / 'available-now' / 'continuous:1s' / None."""
+    if text is None or str(text).strip() in ("", "default"):
+        return Trigger()
+    value = str(text).strip()
+    lowered = value.lower()
+    if lowered == "once":
+        return Trigger("once")
+    if lowered in ("available-now", "availablenow", "available_now"):
+        return Trigger("available-now")
+    if lowered.startswith("continuous"):
+        _, _, rest = value.partition(":")
+        return Trigger("continuous", interval(rest or "1 second"))
+    try:
+        return Trigger("processing", interval(value))
+    except ConfigError:
+        raise ConfigError(
+            f"'{value}' is not a trigger",
+            "Use an interval (5s, 1 minute), once, available-now or continuous:1s",
+        ) from None
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(
+            f"'{name}' is not a valid query name",
+            "Use letters, digits and underscores, starting with a letter (it becomes a table name)",
+        )
+    return name
+
+
+def check_sink(sink: str) -> str:
+    if sink not in SINKS:
+        raise ConfigError(f"'{sink}' is not a sink", "Use one of: " + ", ".join(SINKS))
+    return sink
+
+
+@dataclass(frozen=True)
+class PlanShape:
+    """What the analyzed plan of a streaming DataFrame contains, as far as output modes care."""
+
+    aggregation: bool = False
+    watermark_before_aggregation: bool = False
+    watermark_after_aggregation: bool = False
+    stream_stream_join: bool = False
+    stateful_function: bool = False  # applyInPandasWithState / transformWithState
+
+
+_NODE = re.compile(r"^[\s:|+-]*~?(\w+)")
+
+
+def _analyzed_section(explain: str) -> str:
+    """The analyzed logical plan of an extended explain (all of it, if there are no sections)."""
+    if "== Analyzed Logical Plan ==" not in explain:
+        return explain
+    section = explain.split("== Analyzed Logical Plan ==", 1)[1].split("\n== ", 1)[0]
+    return "\n".join(section.strip("\n").splitlines()[1:])  # first line is the output schema
+
+
+def plan_shape(analyzed_plan: str) -> PlanShape:
+    """Read an analyzed logical plan (explain text) top-down: a node printed above is an ancestor."""
+    lines = [line for line in _analyzed_section(analyzed_plan).splitlines() if line.strip()]
+    agg_at = [i for i, line in enumerate(lines) if _NODE.search(line) and _NODE.search(line).group(1) == "Aggregate"]
+    wm_at = [i for i, line in enumerate(lines) if "EventTimeWatermark" in line]
+    joins = sum(1 for line in lines if _NODE.search(line) and _NODE.search(line).group(1) == "Join")
+    relations = sum(1 for line in lines if "StreamingRelation" in line or "StreamingDataSourceV2" in line)
+    stateful = any("FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line for line in lines)
+    if not agg_at:
+        return PlanShape(stream_stream_join=joins > 0 and relations > 1, stateful_function=stateful)
+    first_agg = agg_at[0]
+    return PlanShape(
+        aggregation=True,
+        watermark_before_aggregation=any(i > first_agg for i in wm_at),
+        watermark_after_aggregation=any(i < first_agg for i in wm_at),
+        stream_stream_join=joins > 0 and relations > 1,
+        stateful_function=stateful,
+    )
+
+
+def choose_mode(shape: PlanShape, sink: str, mode: Optional[str]) -> str:
+    """Infer the output mode, or reject a combination Spark would reject, naming the valid ones."""
+    file_like = sink in FILE_SINKS or sink == "table"
+    if mode is not None:
+        mode = mode.lower()
+        if mode not in MODES:
+            raise ConfigError(f"'{mode}' is not an output mode", "Use append, update or complete")
+    if shape.stateful_function:
+        return mode or "update"
+    if not shape.aggregation:
+        if mode == "complete":
+            raise UnsupportedOperation(
+                "Complete mode needs a streaming aggregation, and this query has none",
+                "Use append (the default here) or update",
+            )
+        return mode or "append"
+    bounded = shape.watermark_before_aggregation
+    if file_like:
+        what = f"A {sink} sink" if sink != "table" else "A table sink"
+        if mode in ("complete", "update"):
+            raise UnsupportedOperation(
+                f"{what} only takes append mode, not {mode}",
+                "Add withWatermark before the aggregation and use append, or write to a memory sink in complete mode"
+                if not bounded else "Use --mode append (rows appear once their window closes)",
+            )
+        if not bounded:
+            raise UnsupportedOperation(
+                f"{what} needs append mode, and an aggregation without a watermark cannot be appended",
+                "Call withWatermark on the event-time column before the groupBy, or use a memory sink",
+            )
+        return "append"
+    if mode == "append" and not bounded:
+        raise UnsupportedOperation(
+            "Append mode on an aggregation needs a watermark set before the aggregation",
+            "Use complete or update, or call withWatermark before the groupBy",
+        )
+    return mode or "complete"
+
+
+def watermark_warning(shape: PlanShape) -> Optional[str]:
+    if shape.aggregation and shape.watermark_after_aggregation and not shape.watermark_before_aggregation:
+        return ("withWatermark is applied after the aggregation, so it cannot bound the aggregation's state "
+                "(late rows are never dropped and state grows forever); call it before groupBy")
+    return None

@@ -1,0 +1,115 @@
+"""A typed view of Spark's StreamingQueryProgress JSON. Pure logic, no pyspark import."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+OPERATION_KEYS = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
+
+
+@dataclass(frozen=True)
+class SourceProgress:
+    description: str
+    start_offset: Any
+    end_offset: Any
+    input_rows: int
+    input_rows_per_second: float
+    processed_rows_per_second: float
+
+
+@dataclass(frozen=True)
+class StateProgress:
+    operator: str
+    rows_total: int
+    rows_updated: int
+    memory_bytes: int
+    dropped_by_watermark: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    query_id: str
+    run_id: str
+    name: Optional[str]
+    timestamp: str
+    batch_id: int
+    input_rows: int
+    input_rows_per_second: float
+    processed_rows_per_second: float
+    batch_duration_ms: Optional[int]
+    durations_ms: Dict[str, int]
+    watermark: Optional[str]
+    state: List[StateProgress]
+    sources: List[SourceProgress]
+    sink: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def state_rows(self) -> int:
+        return sum(s.rows_total for s in self.state)
+
+    @property
+    def state_memory_bytes(self) -> int:
+        return sum(s.memory_bytes for s in self.state)
+
+    @property
+    def dropped_by_watermark(self) -> int:
+        return sum(s.dropped_by_watermark for s in self.state)
+
+    @property
+    def json(self) -> str:
+        return json.dumps(self.raw, indent=2, sort_keys=False)
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Progress":
+        if isinstance(data, (str, bytes)):
+            data = json.loads(data)
+        durations = {k: int(v) for k, v in (data.get("durationMs") or {}).items()}
+        state = [
+            StateProgress(
+                operator=str(op.get("operatorName", "")),
+                rows_total=int(op.get("numRowsTotal", 0) or 0),
+                rows_updated=int(op.get("numRowsUpdated", 0) or 0),
+                memory_bytes=int(op.get("memoryUsedBytes", 0) or 0),
+                dropped_by_watermark=int(op.get("numRowsDroppedByWatermark", 0) or 0),
+            )
+            for op in data.get("stateOperators") or []
+        ]
+        sources = [
+            SourceProgress(
+                description=str(src.get("description", "")),
+                start_offset=src.get("startOffset"),
+                end_offset=src.get("endOffset"),
+                input_rows=int(src.get("numInputRows", 0) or 0),
+                input_rows_per_second=_rate(src.get("inputRowsPerSecond")),
+                processed_rows_per_second=_rate(src.get("processedRowsPerSecond")),
+            )
+            for src in data.get("sources") or []
+        ]
+        return cls(
+            query_id=str(data.get("id", "")),
+            run_id=str(data.get("runId", "")),
+            name=data.get("name"),
+            timestamp=str(data.get("timestamp", "")),
+            batch_id=int(data.get("batchId", -1)),
+            input_rows=int(data.get("numInputRows", 0) or 0),
+            input_rows_per_second=_rate(data.get("inputRowsPerSecond")),
+            processed_rows_per_second=_rate(data.get("processedRowsPerSecond")),
+            batch_duration_ms=durations.get("triggerExecution"),
+            durations_ms=durations,
+            watermark=(data.get("eventTime") or {}).get("watermark"),
+            state=state,
+            sources=sources,
+            sink=str((data.get("sink") or {}).get("description", "")),
+            raw=data,
+        )
+
+
+def _rate(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if number != number else number  # NaN -> 0

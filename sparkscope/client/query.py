@@ -1,0 +1,191 @@
+"""A started streaming query: the pyspark handle plus what sparkscope knows about how it was started."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from .errors import QueryFailed, translate
+from .planning import Trigger
+from .progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql.connect.streaming.query import StreamingQuery
+
+
+@dataclass(frozen=True)
+class QueryError:
+    """Why a query failed: a one-line summary and the full text (with the JVM stack trace)."""
+
+    short: str
+    full: str
+    error_class: Optional[str] = None
+
+    def __str__(self) -> str:
+        return self.short
+
+
+@dataclass
+class QueryInfo:
+    """One row of `ss.queries()`."""
+
+    name: str
+    id: str
+    state: str  # active | stopped | failed
+    sink: str
+    mode: str
+    trigger: str
+    last_batch: Optional[int]
+    input_rows_per_second: float
+    processed_rows_per_second: float
+    error: Optional[str] = None
+
+
+class Query:
+    """A streaming query started by (or found in) a sparkscope session."""
+
+    def __init__(self, handle: "StreamingQuery", *, name: str, sink: str = "memory", mode: str = "append",
+                 trigger: Optional[Trigger] = None, checkpoint: Optional[str] = None, path: Optional[str] = None,
+                 table: Optional[str] = None, fmt: Optional[str] = None, warning: Optional[str] = None):
+        self._handle = handle
+        self.name = name
+        self.id: str = handle.id
+        self.run_id: str = handle.runId
+        self.sink = sink
+        self.mode = mode
+        self.trigger = trigger or Trigger()
+        self.checkpoint = checkpoint
+        self.path = path
+        self.table = table
+        self.format = fmt
+        self.warning = warning
+        self._final_state: Optional[str] = None
+        self._final_error: Optional[QueryError] = None
+        self._final_progress: Optional[Progress] = None
+
+    def __repr__(self) -> str:
+        return f"<Query {self.name} id={self.id[:8]} sink={self.sink} mode={self.mode} trigger={self.trigger}>"
+
+    @property
+    def handle(self) -> "StreamingQuery":
+        """The underlying pyspark StreamingQuery."""
+        return self._handle
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        if self._final_state is not None:
+            return False
+        return bool(self._call(lambda: self._handle.isActive))
+
+    @property
+    def state(self) -> str:
+        """active, stopped or failed."""
+        if self._final_state is not None:
+            return self._final_state
+        if self.is_active:
+            return "active"
+        self._final_error = self.exception
+        self._final_progress = self.progress
+        self._final_state = "failed" if self._final_error else "stopped"
+        return self._final_state
+
+    @property
+    def status(self) -> Dict[str, Any]:
+        """Spark's status: message, isDataAvailable, isTriggerActive."""
+        return dict(self._call(lambda: self._handle.status))
+
+    @property
+    def exception(self) -> Optional[QueryError]:
+        if self._final_error is not None:
+            return self._final_error
+        exc = self._call(self._handle.exception)
+        if exc is None:
+            return None
+        full = str(exc)
+        short = _summarise(full)
+        return QueryError(short=short, full=full, error_class=getattr(exc, "getCondition", lambda: None)())
+
+    # -- progress -----------------------------------------------------------------------------
+    @property
+    def progress(self) -> Optional[Progress]:
+        if self._final_state is not None:
+            return self._final_progress
+        last = self._call(lambda: self._handle.lastProgress)
+        return Progress.from_json(json.loads(last.json)) if last is not None else None
+
+    @property
+    def history(self) -> List[Progress]:
+        recent = self._call(lambda: self._handle.recentProgress)
+        return [Progress.from_json(json.loads(p.json)) for p in recent]
+
+    def explain(self, extended: bool = False) -> str:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            self._call(self._handle.explain, extended)
+        return buffer.getvalue().rstrip("\n")
+
+    # -- control ------------------------------------------------------------------------------
+    def await_termination(self, timeout: Optional[float] = None) -> bool:
+        """True when the query ended within `timeout` seconds; raises QueryFailed if it failed."""
+        try:
+            if timeout is None:
+                self._handle.awaitTermination()
+                return True
+            return bool(self._handle.awaitTermination(int(max(1, round(timeout)))))
+        except Exception as exc:
+            error = translate(exc)
+            if isinstance(error, QueryFailed) or "StreamingQueryException" in type(exc).__name__:
+                raise QueryFailed(f"Query {self.name} failed: {_summarise(str(exc))}", "",
+                                  type(exc).__name__) from exc
+            raise error from exc
+
+    def process_all_available(self) -> None:
+        """Block until everything available in the sources has been processed (never on a rate source)."""
+        try:
+            self._handle.processAllAvailable()
+        except Exception as exc:
+            error = translate(exc)
+            if not self.is_active and self.exception:
+                raise QueryFailed(f"Query {self.name} failed: {self.exception.short}", "", error.error_class) from exc
+            raise error from exc
+
+    def stop(self) -> None:
+        self._call(self._handle.stop)
+
+    def info(self) -> QueryInfo:
+        state = self.state
+        last = self.progress
+        error = self._final_error.short if self._final_error else None
+        return QueryInfo(
+            name=self.name, id=self.id, state=state, sink=self.sink, mode=self.mode, trigger=str(self.trigger),
+            last_batch=last.batch_id if last else None,
+            input_rows_per_second=last.input_rows_per_second if last else 0.0,
+            processed_rows_per_second=last.processed_rows_per_second if last else 0.0,
+            error=error,
+        )
+
+
+def _summarise(text: str) -> str:
+    """The first meaningful line of a query exception, without JVM class prefixes."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("===", "JVM stacktrace", "at ")):
+            continue
+        for prefix in ("org.apache.spark.", "java.lang.", "pyspark.errors."):
+            if line.startswith(prefix) and ": " in line:
+                line = line.split(": ", 1)[1]
+        line = re.sub(r"^(\s*(\([A-Z_]+\)|\[[A-Z0-9_.]+\]))+\s*", "", line)
+        line = re.sub(r"\s*SQLSTATE: \w+\s*$", "", line)
+        return line[:300]
+    return text.strip()[:300]

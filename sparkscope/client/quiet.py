@@ -1,0 +1,25 @@
+"""Keep pyspark's own log and warning output off the user's terminal.
+
+pyspark's Connect client logs warnings through Python logging (and JSON-line PySparkLogger);
+without a handler they reach stderr through logging's last-resort handler. sparkscope owns the
+terminal, so they go to a file (with --debug) or nowhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Optional
+
+_LOGGERS = ("pyspark", "py4j", "grpc")
+
+
+def silence_pyspark(log_file: Optional[Path] = None) -> None:
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.NullHandler()
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.propagate = False
+    warnings.filterwarnings("ignore", module=r"pyspark(\..*)?")
+    warnings.filterwarnings("ignore", category=UserWarning, message=r".*[Pp]andas.*")

@@ -1,0 +1,195 @@
+"""Where to connect: `sc://` URL parsing, profiles, and the precedence flag > env > profile > local.
+
+Pure logic, no pyspark import, so the REPL can resolve its target before pyspark has loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, Mapping, Optional
+
+from .errors import ConfigError
+from .paths import config_file
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_PORT = 15002
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+REMOTE_ENV = "SPARK_REMOTE"
+PROFILE_ENV = "SPARKSCOPE_PROFILE"
+REDACTED = "***"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved Spark Connect endpoint. `source` says which setting chose it."""
+
+    host: str
+    port: int = DEFAULT_PORT
+    token: Optional[str] = field(default=None, repr=False)
+    session_id: Optional[str] = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    source: str = "flag"  # flag | env | profile | local
+
+    @property
+    def use_ssl(self) -> bool:
+        return str(self.params.get("use_ssl", "")).lower() == "true"
+
+    def url(self, *, with_token: bool = False, with_session: bool = True) -> str:
+        """The sc:// URL. The token is left out (or shown as ***) unless asked for."""
+        parts = [f"{k}={v}" for k, v in self.params.items()]
+        if with_session and self.session_id:
+            parts.append(f"session_id={self.session_id}")
+        if self.token:
+            parts.append(f"token={self.token if with_token else REDACTED}")
+        tail = "/;" + ";".join(parts) if parts else ""
+        return f"sc://{self.host}:{self.port}{tail}"
+
+    @property
+    def display(self) -> str:
+        return self.url(with_token=False)
+
+    def with_session(self, session_id: Optional[str]) -> "Target":
+        return replace(self, session_id=session_id)
+
+
+def parse_url(url: str, *, source: str = "flag") -> Target:
+    """Parse `sc://host[:port][/;key=value;…]` the way pyspark's ChannelBuilder does."""
+    text = url.strip()
+    if not text.startswith("sc://"):
+        raise ConfigError(
+            f"'{redact(text)}' is not a Spark Connect URL",
+            "Use sc://host:port, e.g. sc://localhost:15002",
+        )
+    rest = text[len("sc://"):]
+    address, _, param_text = rest.partition("/")
+    if not address:
+        raise ConfigError("The Spark Connect URL has no host", "Use sc://host:port")
+    host, sep, port_text = address.rpartition(":")
+    if not sep:
+        host, port_text = address, str(DEFAULT_PORT)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+        if not 0 < port < 65536:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"'{port_text}' is not a valid port in {redact(text)}", "Use a number from 1 to 65535") from None
+    params: Dict[str, str] = {}
+    for item in param_text.lstrip(";").split(";"):
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"Bad parameter '{redact(item)}' in the Spark Connect URL", "Parameters look like ;key=value")
+        params[key.strip()] = value.strip()
+    token = params.pop("token", None)
+    session_id = params.pop("session_id", None)
+    if session_id is not None:
+        validate_session_id(session_id)
+    return Target(host=host, port=port, token=token, session_id=session_id, params=params, source=source)
+
+
+def validate_session_id(session_id: str) -> str:
+    try:
+        uuid.UUID(session_id)
+    except ValueError:
+        raise ConfigError(f"'{session_id}' is not a session id", "A session id is a UUID, as printed by :session") from None
+    return session_id
+
+
+def redact(text: str) -> str:
+    """Hide the value of any token=… parameter in a URL or message."""
+    out = []
+    for piece in text.split(";"):
+        key, eq, _ = piece.partition("=")
+        out.append(f"{key}={REDACTED}" if eq and key.strip().lower() == "token" else piece)
+    return ";".join(out)
+
+
+def load_profiles(path: Optional[Path] = None) -> Dict[str, dict]:
+    """Read `[profiles.NAME]` tables (and an optional top-level `default_profile`) from config.toml."""
+    path = path or config_file()
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc})", "Fix the file or move it away") from None
+    profiles = data.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"'profiles' in {path} must be a table", "Write [profiles.NAME] sections")
+    if any(isinstance(p, dict) and "token" in p for p in profiles.values()):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise ConfigError(
+                f"{path} holds a token but other users can read it (mode {mode:o})",
+                f"Run: chmod 600 {path}",
+            )
+    result = {str(k): dict(v) for k, v in profiles.items() if isinstance(v, dict)}
+    if "default_profile" in data:
+        result["__default__"] = {"name": str(data["default_profile"])}
+    return result
+
+
+def resolve(
+    remote: Optional[str] = None,
+    *,
+    profile: Optional[str] = None,
+    token: Optional[str] = None,
+    session_id: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    config_path: Optional[Path] = None,
+) -> Optional[Target]:
+    """Pick the target: flag > SPARK_REMOTE > profile > None (meaning: the embedded local server).
+
+    The token comes from the URL, then the `token` argument, then SPARK_CONNECT_AUTHENTICATE_TOKEN,
+    then the profile.
+    """
+    env = os.environ if env is None else env
+    target: Optional[Target] = None
+    profile_data: dict = {}
+    profile_name = profile or env.get(PROFILE_ENV)
+    if remote:
+        target = parse_url(remote, source="flag")
+    elif env.get(REMOTE_ENV):
+        target = parse_url(env[REMOTE_ENV], source="env")
+    else:
+        profiles = load_profiles(config_path)
+        if not profile_name and "__default__" in profiles:
+            profile_name = profiles["__default__"]["name"]
+        if profile_name:
+            if profile_name not in profiles:
+                known = ", ".join(sorted(k for k in profiles if k != "__default__")) or "none"
+                raise ConfigError(
+                    f"No profile named '{profile_name}' in {config_path or config_file()}",
+                    f"Known profiles: {known}",
+                )
+            profile_data = profiles[profile_name]
+            if "remote" not in profile_data:
+                raise ConfigError(f"Profile '{profile_name}' has no 'remote' key", "Add remote = \"sc://host:port\"")
+            target = parse_url(str(profile_data["remote"]), source="profile")
+    if target is None:
+        if profile and not profile_data:
+            raise ConfigError(f"No profile named '{profile}'", "Add it to config.toml")
+        return None
+    chosen_token = target.token or token or env.get(TOKEN_ENV) or profile_data.get("token")
+    if not chosen_token and profile_data.get("token_env"):
+        chosen_token = env.get(str(profile_data["token_env"]))
+    if session_id:
+        validate_session_id(session_id)
+    return replace(target, token=chosen_token or None, session_id=session_id or target.session_id)
+
+
+def local_target(port: int, token: Optional[str] = None, session_id: Optional[str] = None) -> Target:
+    """The embedded server. Host 'localhost' lets pyspark send a token without TLS."""
+    return Target(host="localhost", port=port, token=token, session_id=session_id, source="local")

@@ -1,0 +1,364 @@
+"""`sparkscope.connect()` and the Session: a pyspark Connect SparkSession plus streaming helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Union
+
+from .errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
+from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
+from .probe import probe
+from .query import Query, QueryInfo
+from .quiet import silence_pyspark
+from .remote import TOKEN_ENV, Target, resolve
+from .rows import Rows, fetch
+from .server import LocalServer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.session import SparkSession
+
+KEEPALIVE_SECONDS = 300.0
+_SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ConsoleTable", "console"),
+               ("FileSink", "file"))
+
+
+def resolve_target(remote: Optional[str] = None, *, token: Optional[str] = None, profile: Optional[str] = None,
+                   session_id: Optional[str] = None, start_server: bool = True,
+                   server_home: Optional[Path] = None,
+                   on_server_wait: Optional[Callable[[float], None]] = None) -> Target:
+    """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured."""
+    target = resolve(remote, profile=profile, token=token, session_id=session_id)
+    if target is not None:
+        return target
+    server = LocalServer(server_home)
+    info = server.running()
+    if info is None:
+        if not start_server:
+            raise ConfigError("No remote is configured and the local server is not running",
+                              "Start it with: sparkscope server start")
+        info = server.start(on_wait=on_server_wait, token=token or os.environ.get(TOKEN_ENV))
+    return info.target(token or os.environ.get(TOKEN_ENV)).with_session(session_id)
+
+
+def connect(remote: Optional[str] = None, *, token: Optional[str] = None, profile: Optional[str] = None,
+            session_id: Optional[str] = None, start_server: bool = True, timeout: float = 5.0,
+            server_home: Optional[Path] = None, keepalive: float = KEEPALIVE_SECONDS) -> "Session":
+    """Connect to Spark: `remote` URL > SPARK_REMOTE > profile > the embedded local server.
+
+    Fails within `timeout` seconds when the server cannot be reached.
+    """
+    target = resolve_target(remote, token=token, profile=profile, session_id=session_id,
+                            start_server=start_server, server_home=server_home)
+    return Session.open(target, timeout=timeout, keepalive=keepalive)
+
+
+class Session:
+    """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
+
+    def __init__(self, spark: "SparkSession", target: Target, server_version: str,
+                 keepalive: float = KEEPALIVE_SECONDS):
+        from .sources import Sources
+
+        self.spark = spark
+        self.target = target
+        self.server_version = server_version
+        self.source = Sources(spark)
+        self._queries: Dict[str, Query] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+        self._checkpoint_root: Optional[str] = None
+        self._stop_keepalive = threading.Event()
+        if keepalive > 0:
+            threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
+                             daemon=True).start()
+        if target.session_id:
+            self._adopt_active()
+
+    @classmethod
+    def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS) -> "Session":
+        silence_pyspark()
+        version = probe(target, timeout=timeout)
+        # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        from pyspark.sql.connect.client.retries import RetryPolicy
+        from pyspark.sql.connect.session import SparkSession
+
+        try:
+            spark = SparkSession.builder.remote(target.url(with_token=True)).create()
+        except Exception as exc:
+            raise translate(exc) from exc
+        # pyspark retries a lost server for ~20 minutes; an interactive tool should give up in seconds.
+        spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
+                                                     backoff_multiplier=2.0)])
+        session = cls(spark, target.with_session(spark.client._session_id), version, keepalive)
+        return session
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return str(self.target.session_id)
+
+    @property
+    def url(self) -> str:
+        """The server URL with the token hidden."""
+        return self.target.url(with_token=False, with_session=False)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<sparkscope.Session {self.url} session_id={self.session_id}>"
+
+    # -- starting -------------------------------------------------------------------------------
+    @property
+    def checkpoint_root(self) -> Optional[str]:
+        if self._checkpoint_root is None:
+            value = self._call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
+            self._checkpoint_root = value or ""
+        return self._checkpoint_root or None
+
+    def start(self, df: "DataFrame", name: str, sink: str = "memory", *, mode: Optional[str] = None,
+              trigger: Optional[str] = None, checkpoint: Optional[str] = None, path: Optional[str] = None,
+              table: Optional[str] = None, options: Optional[Dict[str, Any]] = None,
+              foreach_batch: Optional[Callable[[Any, int], None]] = None) -> Query:
+        """Start `df` as a query named `name`. Memory sink by default; output mode inferred."""
+        check_name(name)
+        if foreach_batch is not None:
+            sink = "foreach_batch"
+        check_sink(sink)
+        parsed_trigger = parse_trigger(trigger)
+        if not hasattr(df, "writeStream"):
+            raise ConfigError(f"{type(df).__name__} is not a DataFrame", "Pass a streaming DataFrame")
+        existing = self._find_active_by_name(name)
+        if existing is not None:
+            raise ConfigError(f"A query named '{name}' is already running",
+                              f"Stop it first (:stop {name}) or pick another name")
+        if sink in FILE_SINKS and not path:
+            raise ConfigError(f"A {sink} sink needs a path", "Pass path=… (--path P)")
+        if sink == "table":
+            table = table or name
+        if not self._call(lambda: df.isStreaming):
+            raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
+                                       "Build it from spark.readStream or ss.source.*")
+        shape = plan_shape(self._call(df._explain_string, extended=True))
+        chosen = choose_mode(shape, sink, mode)
+        warning = watermark_warning(shape)
+        if checkpoint is None and sink != "console" and self.checkpoint_root:
+            checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
+        writer = df.writeStream.queryName(name).outputMode(chosen)
+        if parsed_trigger.kind != "default":
+            writer = writer.trigger(**parsed_trigger.writer_kwargs())
+        if checkpoint:
+            writer = writer.option("checkpointLocation", checkpoint)
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
+        try:
+            if sink == "table":
+                handle = writer.toTable(table)
+            elif sink == "foreach_batch":
+                handle = writer.foreachBatch(foreach_batch).start()
+            elif sink in FILE_SINKS:
+                handle = writer.format(sink).start(path)
+            else:
+                handle = writer.format(sink).start()
+        except Exception as exc:
+            raise translate(exc) from exc
+        query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
+                      path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning)
+        with self._lock:
+            self._queries[query.id] = query
+        return query
+
+    # -- looking up -----------------------------------------------------------------------------
+    def _adopt_active(self) -> List[Query]:
+        """Register queries running in this session that sparkscope did not start (user code, reattach)."""
+        active = self._call(lambda: self.spark.streams.active)
+        with self._lock:
+            for handle in active:
+                if handle.id not in self._queries or not self._queries[handle.id].is_active:
+                    self._queries[handle.id] = Query(handle, name=handle.name or handle.id[:8],
+                                                     sink=_sink_of(handle))
+            active_ids = {h.id for h in active}
+        return [q for q in self._queries.values() if q.id in active_ids]
+
+    def _find_active_by_name(self, name: str) -> Optional[Query]:
+        for query in self._adopt_active():
+            if query.name == name:
+                return query
+        return None
+
+    def query(self, name_or_id: Union[str, Query]) -> Query:
+        """Find a query by name, id, or unique id prefix (active ones first)."""
+        if isinstance(name_or_id, Query):
+            return name_or_id
+        key = str(name_or_id)
+        active = self._adopt_active()
+        with self._lock:
+            everything = active + [q for q in reversed(list(self._queries.values())) if q not in active]
+        for query in everything:
+            if query.name == key or query.id == key:
+                return query
+        matches = [q for q in everything if len(key) >= 4 and q.id.startswith(key)]
+        if len(matches) == 1:
+            return matches[0]
+        names = ", ".join(sorted({q.name for q in everything})) or "none"
+        if len(matches) > 1:
+            raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
+        raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
+
+    def queries(self) -> List[QueryInfo]:
+        """Every query of this session: active ones and those that stopped or failed (until reset)."""
+        self._adopt_active()
+        with self._lock:
+            known = list(self._queries.values())
+        return [q.info() for q in known]
+
+    # -- managing -------------------------------------------------------------------------------
+    def stop_all(self) -> List[str]:
+        stopped = []
+        for query in self._adopt_active():
+            query.stop()
+            stopped.append(query.name)
+        return stopped
+
+    def await_any_termination(self, timeout: Optional[float] = None) -> bool:
+        try:
+            if timeout is None:
+                self.spark.streams.awaitAnyTermination()
+                return True
+            return bool(self.spark.streams.awaitAnyTermination(int(max(1, round(timeout)))))
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def reset_terminated(self) -> int:
+        """Forget stopped and failed queries; returns how many were forgotten."""
+        self._call(self.spark.streams.resetTerminated)
+        active_ids = {q.id for q in self._adopt_active()}
+        with self._lock:
+            gone = [qid for qid in self._queries if qid not in active_ids]
+            for qid in gone:
+                del self._queries[qid]
+        return len(gone)
+
+    # -- reading --------------------------------------------------------------------------------
+    def sink_dataframe(self, name_or_query: Union[str, Query]) -> "DataFrame":
+        """A batch DataFrame over what a query wrote (memory table, file path or table)."""
+        try:
+            query = self.query(name_or_query)
+        except QueryNotFound:
+            if isinstance(name_or_query, Query):
+                raise
+            name = str(name_or_query)
+            df = self.spark.table(name)
+            try:
+                df.schema  # noqa: B018
+            except Exception as exc:
+                error = translate(exc)
+                if error.error_class and error.error_class.startswith("TABLE_OR_VIEW_NOT_FOUND"):
+                    raise QueryNotFound(f"No query or table named '{name}'",
+                                        "List them with :queries, or start one with :start") from exc
+                raise error from exc
+            return df
+        if query.sink == "memory":
+            return self.spark.table(query.name)
+        if query.sink == "table":
+            return self.spark.table(query.table)
+        if query.sink in FILE_SINKS and query.path:
+            return self.spark.read.format(query.format or query.sink).load(query.path)
+        raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
+                                   "Start it with the memory sink (the default) to peek at its rows")
+
+    def peek(self, name_or_query: Union[str, Query], n: int = 20, where: Optional[str] = None,
+             order_by: Optional[Union[str, List[str]]] = None) -> Rows:
+        """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
+        if int(n) < 0:
+            raise ConfigError(f"Cannot show {n} rows", "Pass a row count of 0 or more")
+        df = self.sink_dataframe(name_or_query)
+        try:
+            if where:
+                df = df.where(where)
+            if order_by:
+                df = df.orderBy(*([order_by] if isinstance(order_by, str) else order_by))
+            return fetch(df, int(n))
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def sql(self, statement: str, n: int = 1000) -> Rows:
+        """Run batch SQL and fetch up to `n` rows."""
+        def run() -> Rows:
+            df = self.spark.sql(statement)
+            if df.isStreaming:
+                raise UnsupportedOperation("This SQL reads a stream", "Start it with :start NAME spark.sql(\"…\")")
+            return fetch(df, n)
+
+        return self._call(run)
+
+    # -- cancellation -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def operation(self, tag: Optional[str] = None) -> Iterator[str]:
+        """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
+        tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
+        self.spark.addTag(tag)
+        try:
+            yield tag
+        finally:
+            self.spark.removeTag(tag)
+
+    def cancel(self, tag: str) -> List[str]:
+        """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
+        try:
+            return list(self.spark.interruptTag(tag))
+        except Exception:
+            return []
+
+    # -- closing --------------------------------------------------------------------------------
+    def _keepalive(self, every: float) -> None:
+        while not self._stop_keepalive.wait(every):
+            try:
+                self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
+            except Exception:
+                pass
+
+    def close(self, stop_queries: bool = True) -> None:
+        """Stop this session's queries and release it; with stop_queries=False leave both running."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_keepalive.set()
+        if stop_queries:
+            with contextlib.suppress(SparkscopeError):
+                self.stop_all()
+        else:
+            self.spark.release_session_on_close = False
+        with contextlib.suppress(Exception):
+            self.spark.stop()
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except SparkscopeError:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
+
+
+def _sink_of(handle) -> str:
+    try:
+        last = handle.lastProgress
+    except Exception:
+        return "unknown"
+    if last is None:
+        return "unknown"
+    description = str(last.sink.description)
+    for marker, sink in _SINK_NAMES:
+        if marker in description:
+            return sink
+    return description.split("[")[0] or "unknown"

@@ -1,0 +1,127 @@
+"""Streaming sources: `ss.source.rate(...)`, `.files(...)`, `.socket(...)`, `.table(...)`, `.kafka(...)`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+from .errors import ConfigError, UnsupportedOperation, translate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.types import StructType
+
+FILE_FORMATS = ("json", "csv", "parquet", "text", "orc")
+PARSE_MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+
+
+class Sources:
+    def __init__(self, spark):
+        self._spark = spark
+
+    def rate(self, rows_per_second: int = 1, *, ramp_up_time: Optional[str] = None,
+             num_partitions: Optional[int] = None) -> "DataFrame":
+        """A stream of (timestamp, value) rows, `rows_per_second` of them each second."""
+        if int(rows_per_second) <= 0:
+            raise ConfigError(f"rows_per_second must be positive, not {rows_per_second}", "Pass 1 or more")
+        reader = self._spark.readStream.format("rate").option("rowsPerSecond", int(rows_per_second))
+        if ramp_up_time:
+            reader = reader.option("rampUpTime", ramp_up_time)
+        if num_partitions:
+            reader = reader.option("numPartitions", int(num_partitions))
+        return reader.load()
+
+    def socket(self, host: str = "localhost", port: int = 9999, *, include_timestamp: bool = False) -> "DataFrame":
+        """Lines of UTF-8 text read from a TCP socket (testing only: not fault tolerant)."""
+        reader = self._spark.readStream.format("socket").option("host", host).option("port", int(port))
+        if include_timestamp:
+            reader = reader.option("includeTimestamp", True)
+        return reader.load()
+
+    def files(self, fmt: str, path: str, *, schema: Union[str, "StructType", None] = None,
+              max_files_per_trigger: Optional[int] = None, latest_first: Optional[bool] = None,
+              max_file_age: Optional[str] = None, sep: Optional[str] = None, header: Optional[bool] = None,
+              mode: Optional[str] = None, corrupt_record_column: Optional[str] = None,
+              options: Optional[Dict[str, Any]] = None) -> "DataFrame":
+        """Files appearing in a directory, read as a stream. The schema is required (DDL or StructType)."""
+        fmt = fmt.lower()
+        if fmt not in FILE_FORMATS:
+            raise ConfigError(f"'{fmt}' is not a file format", "Use one of: " + ", ".join(FILE_FORMATS))
+        reader = self._spark.readStream.format(fmt)
+        if schema is None and fmt != "text":
+            inference = str(self._spark.conf.get("spark.sql.streaming.schemaInference", "false")).lower()
+            if inference != "true":
+                raise ConfigError(
+                    f"A streaming {fmt} source needs a schema",
+                    "Pass schema=\"col TYPE, …\" (or a StructType), or set spark.sql.streaming.schemaInference=true",
+                )
+        if schema is not None:
+            try:
+                reader = reader.schema(schema)
+            except Exception as exc:
+                raise _schema_error(schema, exc) from exc
+        settings: Dict[str, Any] = {
+            "maxFilesPerTrigger": max_files_per_trigger, "latestFirst": latest_first, "maxFileAge": max_file_age,
+            "sep": sep, "header": header, "columnNameOfCorruptRecord": corrupt_record_column,
+        }
+        if mode is not None:
+            if mode.upper() not in PARSE_MODES:
+                raise ConfigError(f"'{mode}' is not a parse mode", "Use one of: " + ", ".join(PARSE_MODES))
+            settings["mode"] = mode.upper()
+        settings.update(options or {})
+        for key, value in settings.items():
+            if value is not None:
+                reader = reader.option(key, str(value).lower() if isinstance(value, bool) else value)
+        df = reader.load(path)
+        if isinstance(schema, str):
+            try:
+                df.schema  # noqa: B018 - validates the DDL on the server now, not at start time
+            except Exception as exc:
+                raise _schema_error(schema, exc) from exc
+        return df
+
+    def table(self, name: str) -> "DataFrame":
+        """A table read as a stream (e.g. the output of another query's table sink)."""
+        try:
+            df = self._spark.readStream.table(name)
+            df.schema  # noqa: B018 - resolve now so an unknown table fails here
+            return df
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def kafka(self, bootstrap_servers: str, *, subscribe: Optional[str] = None,
+              subscribe_pattern: Optional[str] = None, starting_offsets: Optional[str] = None,
+              options: Optional[Dict[str, Any]] = None) -> "DataFrame":
+        """A Kafka topic. Needs the spark-sql-kafka connector on the *server* (--packages)."""
+        if not (subscribe or subscribe_pattern):
+            raise ConfigError("A Kafka source needs a topic", "Pass subscribe=\"topic\" or subscribe_pattern=\"re\"")
+        reader = self._spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
+        if subscribe:
+            reader = reader.option("subscribe", subscribe)
+        if subscribe_pattern:
+            reader = reader.option("subscribePattern", subscribe_pattern)
+        if starting_offsets:
+            reader = reader.option("startingOffsets", starting_offsets)
+        for key, value in (options or {}).items():
+            reader = reader.option(key, value)
+        df = reader.load()
+        try:
+            df.schema  # noqa: B018 - fails when the server has no Kafka connector
+        except Exception as exc:
+            if "kafka" in str(exc).lower() and ("DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find" in str(exc)):
+                raise UnsupportedOperation(
+                    "The Spark server has no Kafka connector",
+                    f"Start it with --packages {KAFKA_PACKAGE}:<spark version> "
+                    "(sparkscope server start --conf spark.jars.packages=…)",
+                    "DATA_SOURCE_NOT_FOUND",
+                ) from exc
+            raise translate(exc) from exc
+        return df
+
+
+def _schema_error(schema: Any, exc: BaseException) -> ConfigError:
+    return ConfigError(
+        f"The schema '{schema}' is not valid ({translate(exc).message})",
+        "Write it as DDL, e.g. \"action STRING, time TIMESTAMP\"",
+        type(exc).__name__,
+    )

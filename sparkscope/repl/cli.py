@@ -1,0 +1,293 @@
+"""The `sparkscope` command: the REPL (default), non-interactive -c/-f, and `server …`.
+
+Start-up is kept light: pyspark loads in the background after the prompt is drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import List, Optional
+
+from ..client.errors import SparkscopeError
+
+EXAMPLES = """\
+examples:
+  sparkscope                                   REPL on the embedded local server (started if needed)
+  sparkscope --remote sc://spark.example:15002 REPL on a remote Spark Connect server
+  sparkscope -c ':start counts; :progress'     run commands and exit
+  sparkscope -f pipeline.sps --format json     run a script, one JSON object per command
+  sparkscope --session-id <uuid>               reattach to a session left running
+  sparkscope server start|stop|status|logs     manage the embedded local server
+
+connection precedence: --remote > SPARK_REMOTE > --profile / SPARKSCOPE_PROFILE > embedded local server.
+tokens: ;token=… in the URL or SPARK_CONNECT_AUTHENTICATE_TOKEN (never on the command line in shared
+machines: process arguments are visible to other users).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparkscope", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A terminal REPL and SDK for Spark Structured Streaming over Spark Connect.",
+        epilog=EXAMPLES)
+    parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
+    parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
+    parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
+    parser.add_argument("-c", dest="commands", metavar="TEXT",
+                        help="run these commands/Python lines (';' or newline separated) and exit")
+    parser.add_argument("-f", dest="file", metavar="FILE", help="run a script of commands and Python, then exit")
+    parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
+    parser.add_argument("--format", choices=("table", "json", "vertical"), default="table",
+                        help="how command results are printed (default: table)")
+    parser.add_argument("--no-color", action="store_true", help="no colours or highlighting")
+    parser.add_argument("--detach", action="store_true",
+                        help="on exit leave running queries on the server (default for -c/-f: stop them)")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="subcommand", metavar="{server}")
+    server = sub.add_parser("server", help="manage the embedded local Spark Connect server",
+                            description="Manage the embedded local Spark Connect server (a JVM started from "
+                                        "the pip-installed pyspark). Its pid, port and log live in "
+                                        "$XDG_STATE_HOME/sparkscope/.")
+    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,logs}", required=True)
+    start = actions.add_parser("start", help="start the server, or reuse the running one")
+    start.add_argument("--port", type=int, default=None, help="gRPC port (default 15002)")
+    start.add_argument("--master", default="local[*]", help="local[*] (default) or spark://host:7077")
+    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="extra Spark configuration; repeatable")
+    start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the server (default 180)")
+    stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started")
+    stop.add_argument("--grace", type=float, default=20.0, help="seconds before SIGKILL (default 20)")
+    actions.add_parser("status", help="pid, port, URL, uptime, Spark version and log path")
+    logs = actions.add_parser("logs", help="print the server log")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    args = build_parser().parse_args(argv)
+    if args.version:
+        from .. import __version__
+
+        print(f"sparkscope {__version__}")
+        return 0
+    try:
+        if args.subcommand == "server":
+            return server_main(args)
+        return repl_main(args)
+    except SparkscopeError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+# -- server ------------------------------------------------------------------------------------------
+def _conf_pairs(pairs: List[str]) -> dict:
+    from ..client.errors import ConfigError
+
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"'{pair}' is not KEY=VALUE", "Write --conf spark.some.key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _human(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def server_main(args) -> int:
+    from ..client.server import LocalServer
+
+    server = LocalServer()
+    if args.action == "start":
+        tty = sys.stderr.isatty()
+
+        def waiting(elapsed: float) -> None:
+            if tty:
+                sys.stderr.write(f"\rStarting Spark Connect server… {elapsed:4.1f}s")
+                sys.stderr.flush()
+
+        info = server.start(port=args.port, master=args.master, conf=_conf_pairs(args.conf),
+                            timeout=args.timeout, on_wait=waiting)
+        if tty:
+            sys.stderr.write("\r" + " " * 50 + "\r")
+        if info.reused:
+            print(f"Spark Connect server already running: {info.url} (pid {info.pid}, Spark {info.version})")
+        else:
+            print(f"Spark Connect server started in {info.startup_seconds:.1f}s: {info.url} "
+                  f"(pid {info.pid}, Spark {info.version})")
+            print(f"log: {info.log}")
+        return 0
+    if args.action == "stop":
+        info = server.stop(grace=args.grace)
+        print(f"Stopped the Spark Connect server (pid {info.pid})." if info else "No local server is running.")
+        return 0
+    if args.action == "status":
+        info = server.status()
+        if info is None:
+            print("No local server is running. Start one with: sparkscope server start")
+            return 3
+        rows = [("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", _human(info.uptime)),
+                ("spark", info.version or "not answering"), ("log", info.log)]
+        for key, value in rows:
+            print(f"{key:<7} {value}")
+        return 0
+    if args.action == "logs":
+        try:
+            for line in server.log_lines(follow=args.follow, last=args.lines):
+                print(line, flush=True)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    return 1  # pragma: no cover - argparse enforces the choices
+
+
+# -- REPL ----------------------------------------------------------------------------------------------
+def _opener(args):
+    from ..client.session import Session, resolve_target
+
+    def open_session():
+        target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
+                                on_server_wait=None)
+        return Session.open(target)
+
+    return open_session
+
+
+def _describe_target(args) -> str:
+    from ..client.remote import resolve
+
+    target = resolve(args.remote, profile=args.profile, session_id=args.session_id)
+    return target.display if target else "local server"
+
+
+def repl_main(args) -> int:
+    from .runtime import Executor
+
+    display = _describe_target(args)  # validates URL/profile before anything else
+    interactive = args.commands is None and args.file is None
+    if not interactive:
+        return batch_main(args)
+    if not sys.stdin.isatty():
+        args.file = "-"
+        return batch_main(args)
+    executor = Executor(fmt=args.format, interactive=True)
+    if not args.debug:
+        _quiet_stderr()
+    executor.connect_in_background(_opener(args))
+    from .shell import run_shell
+
+    if args.init:
+        _run_file(executor, args.init)
+    _report_connection_later(executor)
+    return run_shell(executor, display, color=not args.no_color and "NO_COLOR" not in os.environ)
+
+
+def _report_connection_later(executor) -> None:
+    import threading
+
+    def watch() -> None:
+        try:
+            executor._session_future.result()
+        except SparkscopeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+        except Exception as exc:
+            from ..client.errors import translate
+
+            print(f"error: {translate(exc)}", file=sys.stderr)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _quiet_stderr() -> None:
+    """pyspark and gRPC C code write to fd 2 on their own; send that to the debug log instead."""
+    from ..client.paths import state_dir
+
+    log = os.open(str(state_dir() / "client.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = os.dup(2)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stderr = os.fdopen(saved, "w", buffering=1)
+
+
+def _run_file(executor, path: str) -> bool:
+    from ..client.errors import ConfigError
+    from .runtime import is_complete
+
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
+    ok = True
+    block: List[str] = []
+    for line in text.splitlines():
+        if block:
+            if line.strip() and line[:1] in (" ", "\t") or line.strip().startswith(("else", "elif", "except",
+                                                                                  "finally")):
+                block.append(line)
+                continue
+            ok = executor.run("\n".join(block) + "\n") and ok
+            block = []
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.lstrip().startswith(":"):
+            from .registry import split_commands
+
+            for cmd in split_commands(line):
+                ok = executor.run(cmd) and ok
+            continue
+        if is_complete(line):
+            ok = executor.run(line) and ok
+        else:
+            block = [line]
+    if block:
+        ok = executor.run("\n".join(block) + "\n") and ok
+    return ok
+
+
+def batch_main(args) -> int:
+    from ..client.session import Session, resolve_target
+    from .registry import split_commands
+    from .runtime import Executor
+
+    executor = Executor(fmt=args.format, interactive=False)
+    if not args.debug:
+        from ..client.quiet import silence_pyspark
+
+        silence_pyspark()
+    target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id)
+    executor.set_session(Session.open(target))
+    ok = True
+    try:
+        if args.init:
+            ok = _run_file(executor, args.init) and ok
+        if args.commands is not None:
+            for item in split_commands(args.commands):
+                ok = executor.run(item) and ok
+                if executor.exit_requested:
+                    break
+        if args.file:
+            ok = _run_file(executor, args.file) and ok
+    finally:
+        message = executor.finish(detach=args.detach)
+        if message:
+            print(message, file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""The colon commands. Each returns a result for render.py; none of them prints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from ..client.errors import UnsupportedOperation
+from .registry import REGISTRY, UsageError, command
+from .render import Block, Message, Table, duration_ms, rate, short_id
+
+SINK_CHOICES = "memory|console|parquet|json|csv|orc|table"
+
+
+def _int(value: Any, what: str) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}") from None
+    if number < 0:
+        raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}")
+    return number
+
+
+def _float(value: Any, what: str) -> float:
+    try:
+        return float(str(value).rstrip("s"))
+    except ValueError:
+        raise UsageError(f"'{value}' is not a number of {what}", f"Give a number of {what}, e.g. 10") from None
+
+
+def _options(pairs: List[str]) -> Dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"'{pair}' is not key=value", "Write --option key=value")
+        out[key] = value
+    return out
+
+
+# -- queries ----------------------------------------------------------------------------------------
+@command("start", ":start NAME [EXPR] [--sink " + SINK_CHOICES + "] [--path P] [--table T] "
+         "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
+         "[--option k=v]…",
+         "Start the streaming DataFrame NAME (or EXPR) as a query named NAME",
+         options={"sink": "value", "path": "value", "table": "value", "mode": "value", "trigger": "value",
+                  "checkpoint": "value", "option": "multi"}, args=(1, 2), raw_tail=True)
+def start(ctx, args, opts):
+    name = args[0]
+    if len(args) > 1:
+        df = ctx.evaluate(args[1])
+    elif name in ctx.namespace:
+        df = ctx.namespace[name]
+    else:
+        raise UsageError(f"No DataFrame named '{name}'",
+                         f"Define it first ({name} = spark.readStream…) or give an expression: :start {name} EXPR")
+    if not hasattr(df, "writeStream"):
+        raise UnsupportedOperation(f"'{args[-1]}' is a {type(df).__name__}, not a streaming DataFrame",
+                                   "Build one from spark.readStream or ss.source.*")
+    query = ctx.session.start(df, name, opts.get("sink", "memory"), mode=opts.get("mode"),
+                              trigger=opts.get("trigger"), checkpoint=opts.get("checkpoint"),
+                              path=opts.get("path"), table=opts.get("table"),
+                              options=_options(opts.get("option", [])))
+    text = (f"Started {query.name} (id {short_id(query.id)}) → {query.sink} sink, {query.mode} mode, "
+            f"trigger {query.trigger}")
+    results: List[Any] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,
+                                         "mode": query.mode, "trigger": str(query.trigger)})]
+    if query.warning:
+        results.append(Message(f"warning: {query.warning}"))
+    return results
+
+
+@command("queries", ":queries", "List every query of this session with its state and rates", aliases=("ls",))
+def queries(ctx, args, opts):
+    infos = ctx.session.queries()
+    rows = [[q.name, short_id(q.id), q.state, q.sink, q.mode, q.trigger,
+             "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
+             rate(q.processed_rows_per_second)] for q in infos]
+    footer = None if infos else "(no queries: start one with :start NAME)"
+    return Table(["name", "id", "state", "sink", "mode", "trigger", "batch", "input/s", "processed/s"], rows,
+                 footer=footer)
+
+
+PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
+                    "state rows", "dropped"]
+
+
+def _progress_row(name: str, p) -> list:
+    return [name, p.batch_id, p.timestamp.replace("T", " ")[:23], p.input_rows, rate(p.input_rows_per_second),
+            rate(p.processed_rows_per_second), duration_ms(p.batch_duration_ms),
+            (p.watermark or "-").replace("T", " ").replace(".000Z", ""), p.state_rows, p.dropped_by_watermark]
+
+
+@command("progress", ":progress [NAME] [--json] [--last N]", "Show the latest progress of one or all queries",
+         options={"json": "flag", "last": "value"}, args=(0, 1))
+def progress(ctx, args, opts):
+    session = ctx.session
+    last = _int(opts["last"], "batches") if "last" in opts else None
+    targets = [session.query(args[0])] if args else [session.query(q.id) for q in session.queries()]
+    if opts.get("json"):
+        items = []
+        for query in targets:
+            history = query.history if last else ([query.progress] if query.progress else [])
+            items.extend(p.raw for p in history[-last:] if p) if last else items.extend(p.raw for p in history)
+        return Block("\n".join(json.dumps(i, indent=2) for i in items) or "[]", data=items)
+    rows = []
+    for query in targets:
+        history = query.history[-last:] if last else [p for p in [query.progress] if p]
+        rows.extend(_progress_row(query.name, p) for p in history)
+    footer = None if rows else "(no progress yet: a query reports after its first batch)"
+    return Table(PROGRESS_COLUMNS, rows, footer=footer)
+
+
+@command("peek", ":peek NAME [N] [--where EXPR] [--order COL] [--vertical]",
+         "Show rows of a query's sink (the limit runs on the server)",
+         options={"where": "value", "order": "value", "vertical": "flag"}, args=(1, 2))
+def peek(ctx, args, opts):
+    n = _int(args[1], "rows") if len(args) > 1 else 20
+    order = [c.strip() for c in opts["order"].split(",")] if opts.get("order") else None
+    rows = ctx.session.peek(args[0], n, where=opts.get("where"), order_by=order)
+    table = Table(rows.columns, rows.rows)
+    if opts.get("vertical"):
+        ctx.format_override = "vertical"
+    return table
+
+
+@command("status", ":status NAME", "Show a query's state, status message and where it writes", args=(1, 1))
+def status(ctx, args, opts):
+    query = ctx.session.query(args[0])
+    state = query.state
+    rows = [["name", query.name], ["id", query.id], ["run id", query.run_id], ["state", state],
+            ["sink", query.sink], ["mode", query.mode], ["trigger", str(query.trigger)],
+            ["checkpoint", query.checkpoint or "-"]]
+    if query.path:
+        rows.append(["path", query.path])
+    if query.table and query.sink == "table":
+        rows.append(["table", query.table])
+    if state == "active":
+        st = query.status
+        rows += [["message", st.get("message")], ["data available", st.get("isDataAvailable")],
+                 ["trigger active", st.get("isTriggerActive")]]
+    elif query.exception:
+        rows.append(["error", query.exception.short])
+    return Table(["field", "value"], rows, footer="")
+
+
+@command("explain", ":explain NAME|EXPR [--extended]", "Show the plan of a query or a DataFrame",
+         options={"extended": "flag"}, args=(1, 1), raw_tail=True)
+def explain(ctx, args, opts):
+    extended = bool(opts.get("extended"))
+    target = args[0]
+    if target.isidentifier() and target not in ctx.namespace:
+        return Block(ctx.session.query(target).explain(extended))
+    if target.isidentifier():
+        try:
+            return Block(ctx.session.query(target).explain(extended))
+        except Exception:
+            pass
+    df = ctx.evaluate(target)
+    if not hasattr(df, "_explain_string"):
+        raise UsageError(f"'{target}' is not a query or a DataFrame", "Give a query name or a DataFrame")
+    return Block(ctx.call(df._explain_string, extended=extended))
+
+
+@command("exception", ":exception NAME", "Show why a query failed, with the full error", args=(1, 1))
+def exception(ctx, args, opts):
+    query = ctx.session.query(args[0])
+    error = query.exception
+    if error is None:
+        return Message(f"{query.name} has no exception (state: {query.state})")
+    return Block(f"{query.name} failed: {error.short}\n\n{error.full}", data={"short": error.short,
+                                                                             "full": error.full})
+
+
+@command("await", ":await NAME [--timeout S] [--all-available]",
+         "Wait until a query ends (or has processed everything available)",
+         options={"timeout": "value", "all-available": "flag"}, args=(1, 1))
+def await_(ctx, args, opts):
+    query = ctx.session.query(args[0])
+    if opts.get("all-available"):
+        query.process_all_available()
+        return Message(f"{query.name} has processed all available data")
+    timeout = _float(opts["timeout"], "seconds") if "timeout" in opts else None
+    ended = query.await_termination(timeout)
+    return Message(f"{query.name} ended ({query.state})" if ended else
+                   f"{query.name} is still running after {timeout:g}s")
+
+
+@command("stop", ":stop NAME|--all", "Stop a query, or all of them", options={"all": "flag"}, args=(0, 1))
+def stop(ctx, args, opts):
+    if opts.get("all"):
+        if args:
+            raise UsageError("Give a query name or --all, not both", "Usage: :stop NAME|--all")
+        names = ctx.session.stop_all()
+        return Message(f"Stopped {len(names)} quer{'y' if len(names) == 1 else 'ies'}" +
+                       (f": {', '.join(names)}" if names else ""), {"stopped": names})
+    if not args:
+        raise UsageError(":stop needs a query name", "Usage: :stop NAME|--all")
+    query = ctx.session.query(args[0])
+    if query.state != "active":
+        return Message(f"{query.name} is not running ({query.state})")
+    query.stop()
+    return Message(f"Stopped {query.name}", {"stopped": [query.name]})
+
+
+@command("schema", ":schema NAME|EXPR", "Show the columns of a DataFrame, query sink or table", args=(1, 1),
+         raw_tail=True)
+def schema(ctx, args, opts):
+    target = args[0]
+    if target in ctx.namespace or not target.isidentifier():
+        df = ctx.evaluate(target)
+    else:
+        df = ctx.session.sink_dataframe(target)
+    if not hasattr(df, "schema"):
+        raise UsageError(f"'{target}' is not a DataFrame", "Give a DataFrame, a query name or a table")
+    fields = ctx.call(lambda: df.schema.fields)
+    streaming = ctx.call(lambda: df.isStreaming)
+    rows = [[f.name, f.dataType.simpleString(), "yes" if f.nullable else "no"] for f in fields]
+    return Table(["column", "type", "nullable"], rows,
+                 footer=f"({len(rows)} columns, {'streaming' if streaming else 'batch'})")
+
+
+# -- SQL and session --------------------------------------------------------------------------------
+@command("sql", ":sql QUERY", "Run batch SQL (memory sink tables included) and show the result", args=(1, 1),
+         raw=True)
+def sql(ctx, args, opts):
+    rows = ctx.session.sql(args[0])
+    return Table(rows.columns, rows.rows)
+
+
+@command("conf", ":conf [KEY[=VALUE]]", "Show or set a Spark SQL configuration value", args=(0, 1))
+def conf(ctx, args, opts):
+    spark = ctx.session.spark
+    if not args:
+        rows = ctx.session.sql("SET").rows
+        return Table(["key", "value"], [r[:2] for r in rows])
+    key, eq, value = args[0].partition("=")
+    if eq:
+        ctx.call(spark.conf.set, key.strip(), value.strip())
+        return Message(f"{key.strip()} = {value.strip()}")
+    return Message(f"{key} = {ctx.call(spark.conf.get, key, None)}")
+
+
+@command("session", ":session", "Show the server URL, session id, Spark version and user")
+def session_(ctx, args, opts):
+    session = ctx.session
+    user = getattr(session.spark.client, "_user_id", None) or "-"
+    rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
+            ["user", user], ["reattach", f"sparkscope {ctx.reattach_args()}"]]
+    return Table(["field", "value"], rows, footer="")
+
+
+@command("help", ":help [COMMAND]", "List the commands, or show how to use one", args=(0, 1), needs_session=False)
+def help_(ctx, args, opts):
+    if args:
+        cmd = REGISTRY.lookup(args[0].lstrip(":"))
+        aliases = f"\nAliases: {', '.join(':' + a for a in cmd.aliases)}" if cmd.aliases else ""
+        return Block(f"{cmd.usage}\n\n{cmd.summary}.{aliases}")
+    rows = [[f":{c.name}", c.summary] for c in sorted(REGISTRY.commands.values(), key=lambda c: c.name)]
+    return Table(["command", "what it does"], rows,
+                 footer="Write PySpark in between: spark, ss, F, T, col, expr, lit and window are ready. "
+                        ":help COMMAND shows its usage.")
+
+
+@command("trace", ":trace", "Show the full traceback of the last error", needs_session=False)
+def trace(ctx, args, opts):
+    return Block(ctx.last_traceback or "No error yet.")
+
+
+@command("quit", ":quit", "Leave sparkscope (asks about running queries)", aliases=("exit", "q"),
+         needs_session=False)
+def quit_(ctx, args, opts):
+    ctx.request_exit()
+    return None
+

@@ -1,0 +1,172 @@
+"""All of sparkscope's output formatting: tables, vertical records, JSON, messages, errors."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import json
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence
+
+from tabulate import tabulate
+
+FORMATS = ("table", "json", "vertical")
+MARKER = "…"
+
+
+@dataclass
+class Table:
+    columns: List[str]
+    rows: List[Sequence[Any]]
+    title: Optional[str] = None
+    footer: Optional[str] = None
+
+
+@dataclass
+class Message:
+    text: str
+    data: dict = field(default_factory=dict)  # what --format json shows besides the text
+
+
+@dataclass
+class Block:
+    """Preformatted text (explain output, raw JSON, charts)."""
+
+    text: str
+    data: Any = None
+
+
+Result = Any  # Table | Message | Block | list of those | None
+
+
+def cell(value: Any) -> str:
+    """Spark-style text for one value: NULL, {struct, fields}, [arrays], ISO-ish timestamps."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, _dt.datetime):
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+    if isinstance(value, dict):
+        return "{" + ", ".join(cell(v) for v in value.values()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(cell(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def truncate(text: str, width: int) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: max(1, width - 1)] + MARKER
+
+
+def terminal_width() -> int:
+    """The terminal's width; output to a pipe or file is never truncated."""
+    import sys
+
+    if not sys.stdout.isatty():
+        return 100_000
+    return shutil.get_terminal_size((120, 40)).columns
+
+
+def render_table(table: Table, width: Optional[int] = None) -> str:
+    width = width or terminal_width()
+    texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
+    limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 1)
+    rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
+    headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
+    body = tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True) if headers else ""
+    parts = [table.title] if table.title else []
+    parts.append(body)
+    count = len(table.rows)
+    parts.append(table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''})")
+    return "\n".join(p for p in parts if p)
+
+
+def fit_widths(rows: List[Sequence[str]], budget: int, floor: int = 6) -> List[int]:
+    """Column widths that fit `budget` characters: the widest columns give way first."""
+    if not rows or not rows[0]:
+        return []
+    widths = [max(len(str(r[i])) for r in rows if i < len(r)) for i in range(len(rows[0]))]
+    while sum(widths) > budget and max(widths) > floor:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    return widths
+
+
+def render_vertical(table: Table, width: Optional[int] = None) -> str:
+    width = width or terminal_width()
+    label = max((len(c) for c in table.columns), default=0)
+    out = []
+    for index, row in enumerate(table.rows, 1):
+        out.append(f"-[ RECORD {index} ]" + "-" * max(0, min(width, 40) - 14 - len(str(index))))
+        for column, value in zip(table.columns, row):
+            out.append(f"{column.ljust(label)} | {truncate(cell(value), max(10, width - label - 3))}")
+    if not table.rows:
+        out.append("(0 rows)")
+    return "\n".join(out)
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def to_json(command: str, result: Result) -> str:
+    """One JSON object per command."""
+    payload: dict = {"command": command, "ok": True}
+    for item in result if isinstance(result, list) else [result]:
+        if isinstance(item, Table):
+            payload.setdefault("rows", []).extend(
+                {c: jsonable(v) for c, v in zip(item.columns, row)} for row in item.rows)
+        elif isinstance(item, Message):
+            payload["message"] = item.text
+            payload.update(jsonable(item.data))
+        elif isinstance(item, Block):
+            payload["text"] = item.text if item.data is None else None
+            if item.data is not None:
+                payload["data"] = jsonable(item.data)
+                payload.pop("text")
+    return json.dumps(payload, default=str)
+
+
+def render(result: Result, fmt: str = "table", width: Optional[int] = None) -> str:
+    if result is None:
+        return ""
+    if isinstance(result, list):
+        return "\n".join(filter(None, (render(r, fmt, width) for r in result)))
+    if isinstance(result, Table):
+        return render_vertical(result, width) if fmt == "vertical" else render_table(result, width)
+    if isinstance(result, (Message, Block)):
+        return result.text
+    return str(result)
+
+
+def error_line(error: BaseException) -> str:
+    return f"error: {error}"
+
+
+def rate(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def duration_ms(value: Optional[int]) -> str:
+    if value is None:
+        return "-"
+    return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
+
+
+def short_id(query_id: str) -> str:
+    return query_id[:8]

@@ -1,0 +1,335 @@
+"""The executor behind the REPL and the non-interactive modes: Python lines and colon commands.
+
+It owns the user's namespace and the (possibly still connecting) sparkscope session. Commands
+run in a worker thread under an operation tag, so Ctrl-C cancels just that server operation.
+"""
+
+from __future__ import annotations
+
+import ast
+import codeop
+import sys
+import threading
+import traceback
+import uuid
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, List, Optional, TextIO
+
+from ..client.errors import Cancelled, SparkscopeError, translate
+from . import commands as _commands  # noqa: F401 - registers the colon commands
+from .registry import REGISTRY, UsageError
+from .render import error_line, render, to_json
+
+CANCEL_WAIT = 1.0
+
+
+class Cancel(Exception):
+    pass
+
+
+class Executor:
+    def __init__(self, out: Optional[TextIO] = None, err: Optional[TextIO] = None, fmt: str = "table",
+                 interactive: bool = False, confirm: Optional[Callable[[str], bool]] = None):
+        self._out = out
+        self._err = err
+        self.fmt = fmt
+        self.interactive = interactive
+        self.confirm = confirm or (lambda question: False)
+        self.namespace: Dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.last_traceback: Optional[str] = None
+        self.exit_requested = False
+        self.format_override: Optional[str] = None
+        self._session_future: "Future" = Future()
+        self._remote_args = ""
+
+    @property
+    def out(self) -> TextIO:
+        return self._out or sys.stdout
+
+    @property
+    def err(self) -> TextIO:
+        return self._err or sys.stderr
+
+    # -- the session, which may still be connecting ---------------------------------------------
+    def connect_in_background(self, opener: Callable[[], Any], remote_args: str = "") -> None:
+        self._remote_args = remote_args
+
+        def run() -> None:
+            try:
+                session = opener()
+                self._populate(session)
+                self._session_future.set_result(session)
+            except BaseException as exc:  # delivered to whoever needs the session
+                self._session_future.set_exception(exc)
+
+        threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
+
+    def set_session(self, session: Any, remote_args: str = "") -> None:
+        self._remote_args = remote_args
+        self._populate(session)
+        self._session_future.set_result(session)
+
+    def _populate(self, session: Any) -> None:
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        self.namespace.update({"spark": session.spark, "ss": session, "F": F, "T": T, "window": F.window,
+                               "col": F.col, "expr": F.expr, "lit": F.lit})
+
+    @property
+    def session(self):
+        return self._session_future.result()
+
+    @property
+    def connected(self) -> bool:
+        return self._session_future.done() and self._session_future.exception() is None
+
+    def session_or_none(self):
+        return self.session if self.connected else None
+
+    def reattach_args(self) -> str:
+        session = self.session
+        base = f"--session-id {session.session_id}"
+        if session.target.source != "local":
+            base = f"--remote {session.url} " + base
+        return base
+
+    # -- running ------------------------------------------------------------------------------
+    def evaluate(self, source: str) -> Any:
+        try:
+            return eval(compile(source, "<input>", "eval"), self.namespace)
+        except SyntaxError as exc:
+            raise UsageError(f"'{source}' is not a Python expression ({exc.msg})", "Check the expression") from None
+        except SparkscopeError:
+            raise
+        except NameError as exc:
+            raise UsageError(str(exc).capitalize(), "Define it first") from None
+        except Exception as exc:
+            if _from_pyspark(exc):
+                raise translate(exc) from exc
+            raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
+
+    def call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SparkscopeError:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def request_exit(self) -> None:
+        self.exit_requested = True
+
+    def run(self, text: str) -> bool:
+        """Run one input (a colon command or Python source). True when it succeeded."""
+        if not text.strip():
+            return True
+        try:
+            if text.lstrip().startswith(":"):
+                return self._run_command(text.strip())
+            return self._run_python(text)
+        except KeyboardInterrupt:
+            self.err.write("Cancelled.\n")
+            return False
+
+    def _in_worker(self, work: Callable[[], Any]) -> Any:
+        """Run `work` in a thread under an operation tag; Ctrl-C interrupts only that tag."""
+        box: Dict[str, Any] = {}
+        tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
+        session_holder: List[Any] = []
+
+        def target() -> None:
+            try:
+                session = self.session_or_none()
+                if session is not None:
+                    session_holder.append(session)
+                    with session.operation(tag):
+                        box["value"] = work()
+                else:
+                    box["value"] = work()
+            except BaseException as exc:
+                box["error"] = exc
+
+        worker = threading.Thread(target=target, name="sparkscope-command", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.05)
+        except KeyboardInterrupt:
+            if session_holder:
+                session_holder[0].cancel(tag)
+            worker.join(CANCEL_WAIT)
+            raise Cancel() from None
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def _run_command(self, line: str) -> bool:
+        name = line[1:].split(" ", 1)[0]
+        self.format_override = None
+        try:
+            invocation = REGISTRY.parse(line)
+            if invocation.command.needs_session:
+                self._wait_for_session()
+            result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts))
+        except Cancel:
+            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+            return False
+        except BaseException as exc:
+            if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                raise
+            self._report(exc)
+            return False
+        self.emit(name, result)
+        return True
+
+    def _wait_for_session(self) -> None:
+        if not self._session_future.done() and self.interactive:
+            self.err.write("(connecting…)\n")
+            self.err.flush()
+        try:
+            self._session_future.result()
+        except SparkscopeError:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
+
+    def emit(self, name: str, result: Any) -> None:
+        if self.fmt == "json":
+            self.out.write(to_json(name, result) + "\n")
+        else:
+            text = render(result, self.format_override or self.fmt)
+            if text:
+                self.out.write(text + "\n")
+        self.out.flush()
+
+    def _report(self, exc: BaseException) -> None:
+        self.last_traceback = "".join(traceback.format_exception(exc))
+        error = exc if isinstance(exc, SparkscopeError) else translate(exc)
+        if isinstance(error, Cancelled):
+            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+        else:
+            self.err.write(error_line(error) + "\n")
+        self.err.flush()
+
+    # -- Python ---------------------------------------------------------------------------------
+    def _run_python(self, source: str) -> bool:
+        try:
+            tree = ast.parse(source, "<input>", "exec")
+        except SyntaxError as exc:
+            self.last_traceback = "".join(traceback.format_exception_only(type(exc), exc))
+            self.err.write(self.last_traceback)
+            return False
+        last_expr = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last_expr = ast.Expression(tree.body.pop().value)
+        body = compile(tree, "<input>", "exec")
+        expr = compile(last_expr, "<input>", "eval") if last_expr is not None else None
+
+        def work() -> Any:
+            exec(body, self.namespace)
+            return eval(expr, self.namespace) if expr is not None else None
+
+        try:
+            if "spark" not in self.namespace and _mentions_session(source):
+                self._wait_for_session()
+            value = self._in_worker(work)
+        except Cancel:
+            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+            return False
+        except SparkscopeError as exc:
+            self._report(exc)
+            return False
+        except BaseException as exc:
+            if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                raise
+            self.last_traceback = "".join(traceback.format_exception(exc))
+            if _from_pyspark(exc):
+                self._report(exc)
+            else:
+                self.err.write(_user_traceback(exc, source))
+            return False
+        if value is not None:
+            self.namespace["_"] = value
+            self.out.write(describe(value) + "\n")
+            self.out.flush()
+        return True
+
+    # -- leaving --------------------------------------------------------------------------------
+    def finish(self, detach: Optional[bool]) -> Optional[str]:
+        """Close the session. detach=None asks (interactive). Returns a message for the user."""
+        if not self.connected:
+            return None
+        session = self.session
+        try:
+            running = [q.name for q in session._adopt_active()]
+        except SparkscopeError:
+            running = []
+        if running and detach is None:
+            names = ", ".join(running)
+            detach = not self.confirm(f"{len(running)} quer{'y is' if len(running) == 1 else 'ies are'} still "
+                                      f"running ({names}). Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
+        if running and detach:
+            message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
+                       f"Reattach with: sparkscope {self.reattach_args()}")
+            session.close(stop_queries=False)
+            return message
+        session.close(stop_queries=True)
+        return f"Stopped {', '.join(running)}." if running else None
+
+
+def describe(value: Any) -> str:
+    """repr for the REPL; a DataFrame shows its schema and whether it streams, without running a job."""
+    if type(value).__name__ == "DataFrame" and hasattr(value, "isStreaming"):
+        try:
+            fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in value.schema.fields)
+            kind = "streaming DataFrame" if value.isStreaming else "DataFrame"
+            return f"{kind}[{fields}]"
+        except Exception as exc:
+            return f"DataFrame (invalid: {translate(exc)})"
+    if type(value).__name__ == "Rows" and hasattr(value, "columns"):
+        from .render import Table, render_table
+
+        return render_table(Table(value.columns, value.rows))
+    return repr(value)
+
+
+def _from_pyspark(exc: BaseException) -> bool:
+    module = type(exc).__module__ or ""
+    return module.startswith(("pyspark", "grpc", "py4j"))
+
+
+def _mentions_session(source: str) -> bool:
+    return any(name in source for name in ("spark", "ss.", "ss ", "F.", "T.", "col(", "expr(", "lit(", "window("))
+
+
+def _user_traceback(exc: BaseException, source: str) -> str:
+    """A traceback of the user's own code only: frames from <input> and the final line."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<input>"]
+    lines = source.splitlines()
+    out = []
+    if frames:
+        out.append("Traceback (most recent call last):\n")
+        for frame in frames:
+            out.append(f'  File "<input>", line {frame.lineno}, in {frame.name}\n')
+            if frame.lineno and 0 < frame.lineno <= len(lines):
+                out.append(f"    {lines[frame.lineno - 1].strip()}\n")
+    out.extend(traceback.format_exception_only(type(exc), exc))
+    if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
+        out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
+    return "".join(out)
+
+
+def is_complete(source: str) -> bool:
+    """Like the standard REPL: a block continues until a blank line; brackets continue."""
+    if source.lstrip().startswith(":"):
+        return True
+    if not source.strip():
+        return True
+    try:
+        code = codeop.compile_command(source, "<input>", "single")
+    except (SyntaxError, OverflowError, ValueError):
+        return True  # complete enough to run: the error is reported then
+    return code is not None
+
+

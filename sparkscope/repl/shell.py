@@ -1,0 +1,221 @@
+"""The interactive prompt: prompt-toolkit with highlighting, completion, history and a toolbar."""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterable, List, Optional
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.patch_stdout import patch_stdout
+from pygments.lexer import RegexLexer, bygroups, using
+from pygments.lexers.python import PythonLexer
+from pygments.token import Keyword, Name, Operator, String, Text
+
+from ..client.paths import private_file, state_dir
+from ..client.remote import redact
+from .registry import REGISTRY, split_args
+from .runtime import Executor, is_complete
+
+QUERY_COMMANDS = ("start", "peek", "stop", "status", "progress", "exception", "await", "explain", "schema")
+
+
+class SparkscopeLexer(RegexLexer):
+    """Python, except that a line starting with ':' is a colon command."""
+
+    name = "sparkscope"
+    tokens = {
+        "root": [
+            (r"^(:\w+)", Keyword, "command"),
+            (r"(?s).+", using(PythonLexer)),
+        ],
+        "command": [
+            (r"(--[\w-]+)", Name.Attribute),
+            (r"(\"[^\"]*\"|'[^']*')", String),
+            (r"(\s+)", Text),
+            (r"([=;])", Operator),
+            (r"([^\s]+)", bygroups(Name)),
+        ],
+    }
+
+
+class RedactingHistory(FileHistory):
+    """History file, mode 0600, that never stores a token."""
+
+    def store_string(self, string: str) -> None:
+        super().store_string(redact(string))
+
+
+class ShellCompleter(Completer):
+    def __init__(self, executor: Executor):
+        self.executor = executor
+
+    def _query_names(self) -> List[str]:
+        session = self.executor.session_or_none()
+        if session is None:
+            return []
+        return sorted({q.name for q in list(session._queries.values())})
+
+    def _dataframe_names(self) -> List[str]:
+        return sorted(k for k, v in list(self.executor.namespace.items())
+                      if type(v).__name__ == "DataFrame" and not k.startswith("_"))
+
+    def get_completions(self, document, complete_event) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if text.lstrip().startswith(":"):
+            yield from self._command_completions(text.lstrip())
+            return
+        word = document.get_word_before_cursor(pattern=__import__("re").compile(r"[\w.]+"))
+        if not word:
+            return
+        yield from self._python_completions(word)
+
+    def _command_completions(self, text: str) -> Iterable[Completion]:
+        if " " not in text:
+            prefix = text[1:]
+            for name in REGISTRY.names():
+                if name.startswith(prefix):
+                    yield Completion(":" + name, start_position=-len(text))
+            return
+        name, _, rest = text[1:].partition(" ")
+        try:
+            cmd = REGISTRY.lookup(name)
+        except Exception:
+            return
+        words = split_args(rest) if rest.strip() else []
+        current = "" if rest.endswith(" ") or not words else words[-1]
+        if current.startswith("--"):
+            for option in cmd.options:
+                if ("--" + option).startswith(current):
+                    yield Completion("--" + option, start_position=-len(current))
+            return
+        if cmd.name == "help":
+            candidates = REGISTRY.names()
+        elif cmd.name == "start":
+            candidates = self._dataframe_names()
+        elif cmd.name in QUERY_COMMANDS:
+            candidates = self._query_names() + (self._dataframe_names() if cmd.name in ("explain", "schema") else [])
+        else:
+            candidates = []
+        for candidate in candidates:
+            if candidate.startswith(current):
+                yield Completion(candidate, start_position=-len(current))
+
+    def _python_completions(self, word: str) -> Iterable[Completion]:
+        import rlcompleter
+
+        completer = rlcompleter.Completer(self.executor.namespace)
+        seen = set()
+        for state in range(200):
+            try:
+                match = completer.complete(word, state)
+            except Exception:
+                break
+            if match is None:
+                break
+            if match not in seen:
+                seen.add(match)
+                yield Completion(match.rstrip("("), start_position=-len(word))
+
+
+def _bindings(executor: Executor) -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("enter")
+    def _(event) -> None:
+        buffer = event.current_buffer
+        text = buffer.text
+        if buffer.complete_state:
+            buffer.complete_state = None
+        if is_complete(text) and (not text.rstrip("\n").count("\n") or text.endswith("\n")
+                                  or not _in_block(text)):
+            buffer.validate_and_handle()
+        else:
+            buffer.insert_text("\n" + _indent_for(text))
+
+    @kb.add("c-c")
+    def _(event) -> None:
+        event.current_buffer.reset()
+
+    return kb
+
+
+def _in_block(text: str) -> bool:
+    lines = text.splitlines()
+    return bool(lines) and (lines[0].rstrip().endswith(":") or lines[-1].startswith((" ", "\t")))
+
+
+def _indent_for(text: str) -> str:
+    last = text.splitlines()[-1] if text.splitlines() else ""
+    indent = last[: len(last) - len(last.lstrip())]
+    return indent + ("    " if last.rstrip().endswith(":") else "")
+
+
+class Shell:
+    def __init__(self, executor: Executor, target_display: str, color: bool = True):
+        self.executor = executor
+        self.target_display = target_display
+        history_path = private_file(state_dir() / "history")
+        self.prompt = PromptSession(
+            history=RedactingHistory(str(history_path)),
+            lexer=PygmentsLexer(SparkscopeLexer) if color else None,
+            completer=ShellCompleter(executor),
+            complete_while_typing=False,
+            auto_suggest=AutoSuggestFromHistory(),
+            key_bindings=_bindings(executor),
+            multiline=True,
+            prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+            bottom_toolbar=self._toolbar,
+            enable_history_search=False,
+            mouse_support=False,
+        )
+        self.executor.confirm = self._confirm
+
+    def _toolbar(self):
+        executor = self.executor
+        if executor.connected:
+            session = executor.session
+            active = sum(1 for q in list(session._queries.values()) if q._final_state is None)
+            return HTML(f" <b>{_escape(session.url)}</b>  session {session.session_id[:8]}  "
+                        f"queries: {active}  <i>:help</i>")
+        if executor._session_future.done():
+            return HTML(f" <b>{_escape(self.target_display)}</b>  not connected  <i>:help</i>")
+        return HTML(f" <b>{_escape(self.target_display)}</b>  connecting…")
+
+    def _confirm(self, question: str) -> bool:
+        try:
+            answer = PromptSession().prompt(question)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    def loop(self) -> int:
+        with patch_stdout(raw=True):
+            while not self.executor.exit_requested:
+                try:
+                    text = self.prompt.prompt("sparkscope> ")
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    break
+                self.executor.run(text)
+        message = self.executor.finish(detach=None)
+        if message:
+            print(message)
+        return 0
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def run_shell(executor: Executor, target_display: str, color: bool = True) -> int:
+    return Shell(executor, target_display, color).loop()
+
+
+__all__ = ["run_shell", "sys"]

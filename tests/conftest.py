@@ -1,0 +1,61 @@
+"""Shared fixtures: one real Spark Connect server per test session, started from the pyspark wheel.
+
+Every test runs with its own XDG state/config directories, so nothing touches the user's files
+and the `sparkscope` commands started by the tests find this server as "the local server".
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_SANDBOX = Path(os.environ.get("SPARKSCOPE_TEST_SANDBOX") or tempfile.mkdtemp(prefix="sparkscope-tests-"))
+os.environ["SPARKSCOPE_TEST_SANDBOX"] = str(_SANDBOX)
+os.environ["XDG_STATE_HOME"] = str(_SANDBOX / "state")
+os.environ["XDG_CONFIG_HOME"] = str(_SANDBOX / "config")
+os.environ.pop("SPARK_REMOTE", None)
+os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+os.environ.pop("SPARKSCOPE_PROFILE", None)
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Path:
+    return _SANDBOX
+
+
+@pytest.fixture(scope="session")
+def server(sandbox):
+    """The embedded server, as `sparkscope server start` starts it, on a free port; stopped by pid."""
+    from sparkscope.client.paths import state_dir
+    from sparkscope.client.server import LocalServer, free_port
+
+    local = LocalServer(state_dir())
+    info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+    yield info
+    local.stop(grace=15)
+
+
+@pytest.fixture(scope="session")
+def remote_url(server) -> str:
+    return f"sc://localhost:{server.port}"
+
+
+@pytest.fixture(scope="module")
+def ss(remote_url):
+    import sparkscope
+
+    session = sparkscope.connect(remote_url)
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path

@@ -1,0 +1,135 @@
+"""The embedded local server: start, reuse, status, stale pid, port taken, token auth, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
+from sparkscope.client.server import LocalServer, free_port
+from tests.helpers import sparkscope_bin
+
+
+def run(*args, env=None, timeout=120):
+    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_start_again_reuses_the_running_server(server):
+    out = run("server", "start")
+    assert out.returncode == 0, out.stderr
+    assert f"already running: sc://localhost:{server.port} (pid {server.pid}, Spark 4.3.0)" in out.stdout
+
+
+def test_status_shows_pid_port_url_uptime_version_and_log(server):
+    out = run("server", "status")
+    assert out.returncode == 0
+    lines = dict(line.split(None, 1) for line in out.stdout.strip().splitlines())
+    assert lines["pid"] == str(server.pid)
+    assert lines["port"] == str(server.port)
+    assert lines["url"] == f"sc://localhost:{server.port}"
+    assert lines["spark"] == "4.3.0"
+    assert lines["log"].endswith("sparkscope/server.log")
+    assert "m" in lines["uptime"]
+
+
+def test_server_binds_loopback_only(server):
+    cmdline = open(f"/proc/{server.pid}/cmdline", "rb").read().split(b"\0")
+    assert b"spark.connect.grpc.binding.port=%d" % server.port in b" ".join(cmdline)
+    with socket.socket() as sock:  # the server listens on 127.0.0.1, not on the host's other addresses
+        sock.settimeout(1)
+        addresses = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+        outside = [a for a in addresses if not a.startswith("127.")]
+        if outside:
+            assert sock.connect_ex((outside[0], server.port)) != 0
+
+
+def test_logs_prints_the_server_log(server):
+    out = run("server", "logs", "-n", "500")
+    assert out.returncode == 0
+    assert "Spark Connect server started at: 127.0.0.1:%d" % server.port in out.stdout
+
+
+def test_stale_pid_file_is_cleaned_up(tmp_path):
+    local = LocalServer(tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    local.state_path.write_text(json.dumps({"pid": dead.pid, "port": 1, "started_at": 0, "log": "x"}))
+    assert local.running() is None
+    assert not local.state_path.exists()
+    assert local.stop() is None
+
+
+def test_port_taken_by_another_program_is_a_clear_error(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(ServerError) as err:
+            LocalServer(tmp_path).start(port=port)
+    assert str(err.value) == f"Port {port} is already in use by another program. Pick another port with --port N."
+
+
+def test_port_taken_from_the_command_line(server, tmp_path):
+    out = run("server", "start", "--port", str(server.port), env={"XDG_STATE_HOME": str(tmp_path)})
+    assert out.returncode == 2
+    assert out.stderr.strip() == (f"error: Port {server.port} is already in use by another program. "
+                                  "Pick another port with --port N.")
+    assert "Traceback" not in out.stderr
+
+
+def test_missing_java_is_one_line_with_install_hint(tmp_path):
+    out = run("server", "start", env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/nonexistent",
+                                      "JAVA_HOME": ""}, timeout=30)
+    # spark-submit is never reached: java is checked first
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("error: Java is not installed (no 'java' on PATH). Install Java 17 or newer, "
+                                  "e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME.")
+
+
+def test_stop_without_a_server_says_so(tmp_path):
+    out = run("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert out.returncode == 0
+    assert out.stdout.strip() == "No local server is running."
+
+
+def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
+    """A second server with token auth; the token reaches it through the environment, never argv."""
+    import sparkscope
+
+    token = "s3cret-token-for-tests"
+    local = LocalServer(tmp_path)
+    info = local.start(port=free_port(), token=token)
+    try:
+        argv = open(f"/proc/{info.pid}/cmdline", "rb").read().decode(errors="replace")
+        assert token not in argv
+        with sparkscope.connect(f"sc://localhost:{info.port}/;token={token}") as ss:
+            assert ss.spark.range(3).count() == 3
+            assert token not in ss.url and token not in repr(ss)
+        with pytest.raises(AuthenticationFailed) as wrong:
+            sparkscope.connect(f"sc://localhost:{info.port}/;token=wrong")
+        assert "authentication failed" in str(wrong.value) and "wrong" not in str(wrong.value)
+        with pytest.raises(AuthenticationFailed) as missing:
+            sparkscope.connect(f"sc://localhost:{info.port}")
+        assert "SPARK_CONNECT_AUTHENTICATE_TOKEN" in str(missing.value)
+        token_in_log = token in local.log_path.read_text(errors="replace")
+        assert not token_in_log
+    finally:
+        stopped = local.stop(grace=10)
+    assert stopped is not None and stopped.pid == info.pid
+    assert not os.path.exists(f"/proc/{info.pid}") or b"Z" in open(f"/proc/{info.pid}/stat", "rb").read()[:60]
+    assert local.running() is None
+
+
+def test_unreachable_server_fails_fast_with_one_line():
+    import sparkscope
+
+    port = free_port()
+    with pytest.raises(ConnectionFailed) as err:
+        sparkscope.connect(f"sc://localhost:{port}", timeout=2)
+    assert str(err.value) == (f"Cannot reach a Spark Connect server at localhost:{port}. "
+                              "Check the URL and that the server is running (sparkscope server status).")

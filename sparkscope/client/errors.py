@@ -21,7 +21,7 @@ class SparkscopeError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        text = self.message + "."
+        text = self.message + ("" if self.message.endswith(("!", "?")) else ".")
         if self.hint:
             text += " " + self.hint.rstrip(".") + "."
         return text

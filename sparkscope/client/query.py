@@ -185,7 +185,10 @@ def _summarise(text: str) -> str:
         for prefix in ("org.apache.spark.", "java.lang.", "pyspark.errors."):
             if line.startswith(prefix) and ": " in line:
                 line = line.split(": ", 1)[1]
-        line = re.sub(r"^(\s*(\([A-Z_]+\)|\[[A-Z0-9_.]+\]))+\s*", "", line)
+        tags = r"^(\s*(\([A-Z_]+\)|\[[A-Z0-9_.]+\]))+\s*"
+        line = re.sub(tags, "", line)
+        line = re.sub(r"^Query \[id = [^\]]*\] terminated with exception:\s*", "", line)
+        line = re.sub(tags, "", line)
         line = re.sub(r"\s*SQLSTATE: \w+\s*$", "", line)
         return line[:300]
     return text.strip()[:300]

@@ -1,0 +1,153 @@
+"""Every user error of the SDK becomes one clear SparkscopeError sentence, and nothing is lost."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkscope.client.errors import (AnalysisError, ConfigError, QueryFailed, QueryNotFound, SparkscopeError,
+                                      UnsupportedOperation)
+
+
+def test_file_source_without_schema(ss, data_dir):
+    with pytest.raises(ConfigError) as err:
+        ss.source.files("json", str(data_dir))
+    assert str(err.value) == ("A streaming json source needs a schema. Pass schema=\"col TYPE, …\" (or a "
+                              "StructType), or set spark.sql.streaming.schemaInference=true.")
+
+
+def test_bad_ddl_schema(ss, data_dir):
+    with pytest.raises(ConfigError) as err:
+        ss.source.files("json", str(data_dir), schema="time TIMESTAMPP, action")
+    assert str(err.value).startswith("The schema 'time TIMESTAMPP, action' is not valid (")
+    assert "Write it as DDL" in str(err.value)
+
+
+def test_unknown_file_format_and_parse_mode(ss, data_dir):
+    with pytest.raises(ConfigError, match="'xml' is not a file format"):
+        ss.source.files("xml", str(data_dir), schema="a INT")
+    with pytest.raises(ConfigError, match="'lenient' is not a parse mode"):
+        ss.source.files("json", str(data_dir), schema="a INT", mode="lenient")
+
+
+def test_unknown_table_source(ss):
+    with pytest.raises(AnalysisError) as err:
+        ss.source.table("no_such_table")
+    assert "no_such_table" in str(err.value) and "cannot be found" in str(err.value)
+
+
+def test_kafka_without_the_connector_says_how_to_add_it(ss):
+    with pytest.raises(UnsupportedOperation) as err:
+        ss.source.kafka("localhost:9092", subscribe="events")
+    assert str(err.value).startswith("The Spark server has no Kafka connector. Start it with --packages "
+                                     "org.apache.spark:spark-sql-kafka-0-10_2.13")
+    with pytest.raises(ConfigError, match="needs a topic"):
+        ss.source.kafka("localhost:9092")
+
+
+def test_starting_a_batch_dataframe(ss):
+    with pytest.raises(UnsupportedOperation) as err:
+        ss.start(ss.spark.range(5), "batch")
+    assert str(err.value) == "This is a batch DataFrame, not a streaming one. Build it from spark.readStream or ss.source.*."
+
+
+def test_invalid_and_duplicate_names(ss):
+    rate = ss.source.rate(1)
+    with pytest.raises(ConfigError, match="'my-query' is not a valid query name"):
+        ss.start(rate, "my-query")
+    query = ss.start(rate, "dup")
+    try:
+        with pytest.raises(ConfigError) as err:
+            ss.start(rate, "dup")
+        assert str(err.value) == "A query named 'dup' is already running. Stop it first (:stop dup) or pick another name."
+        assert query.is_active  # the running query is untouched
+    finally:
+        query.stop()
+
+
+def test_invalid_mode_trigger_and_sink(ss, tmp_path):
+    rate = ss.source.rate(1)
+    with pytest.raises(ConfigError, match="'sometimes' is not an output mode"):
+        ss.start(rate, "m", mode="sometimes")
+    with pytest.raises(ConfigError, match="'fast' is not a trigger"):
+        ss.start(rate, "t", trigger="fast")
+    with pytest.raises(ConfigError, match="'kafka2' is not a sink"):
+        ss.start(rate, "s", sink="kafka2")
+    with pytest.raises(ConfigError, match="A parquet sink needs a path"):
+        ss.start(rate, "p", sink="parquet")
+    with pytest.raises(UnsupportedOperation, match="Complete mode needs a streaming aggregation"):
+        ss.start(rate, "c", mode="complete")
+    agg = rate.groupBy("value").count()
+    with pytest.raises(UnsupportedOperation, match="Append mode on an aggregation needs a watermark"):
+        ss.start(agg, "a", mode="append")
+    with pytest.raises(UnsupportedOperation, match="an aggregation without a watermark cannot be appended"):
+        ss.start(agg, "f", sink="parquet", path=str(tmp_path / "o"))
+    assert not {"m", "t", "s", "p", "c", "a", "f"} & {q.name for q in ss.queries()}
+
+
+def test_batch_only_operations_on_a_stream_are_translated(ss):
+    from sparkscope.client.errors import translate
+
+    stream = ss.source.rate(1)
+    with pytest.raises(Exception) as raw:
+        stream.count()
+    error = translate(raw.value)
+    assert isinstance(error, SparkscopeError)
+    assert "writeStream.start()" in str(error) and "\n" not in str(error)
+    assert error.error_class
+
+
+def test_unknown_query_and_unknown_peek(ss):
+    with pytest.raises(QueryNotFound, match="No query named 'ghost'"):
+        ss.query("ghost")
+    with pytest.raises(QueryNotFound) as err:
+        ss.peek("ghost")
+    assert str(err.value) == "No query or table named 'ghost'. List them with :queries, or start one with :start."
+
+
+def test_bad_where_in_peek_and_bad_sql(ss):
+    query = ss.start(ss.source.rate(5), "ticks_err")
+    try:
+        with pytest.raises(AnalysisError) as err:
+            ss.peek("ticks_err", where="nope > 1")
+        assert "nope" in str(err.value)
+        with pytest.raises(AnalysisError) as sql_err:
+            ss.sql("SELEC 1")
+        assert "syntax" in str(sql_err.value).lower()
+        assert query.is_active
+    finally:
+        query.stop()
+
+
+def test_failed_query_stays_visible_with_its_error(ss):
+    from pyspark.sql import functions as F
+
+    failing = ss.source.rate(10).select(F.expr("assert_true(value < 3)").alias("ok"))
+    query = ss.start(failing, "doomed")
+    with pytest.raises(QueryFailed) as err:
+        query.await_termination(60)
+    assert str(err.value) == "Query doomed failed: '(value < 3)' is not true!"
+    listed = {q.name: q for q in ss.queries()}
+    assert listed["doomed"].state == "failed"
+    assert listed["doomed"].error == "'(value < 3)' is not true!"
+    assert "JVM stacktrace" in query.exception.full or "assert" in query.exception.full.lower()
+    assert ss.reset_terminated() >= 1
+    assert "doomed" not in {q.name for q in ss.queries()}
+
+
+def test_peek_pushes_the_limit_and_reads_filters_on_the_server(ss):
+    query = ss.start(ss.source.rate(200), "fast_ticks")
+    try:
+        import time
+
+        for _ in range(40):
+            if len(ss.peek("fast_ticks", 50)) == 50:
+                break
+            time.sleep(0.25)
+        rows = ss.peek("fast_ticks", 5, where="value % 2 = 0", order_by="value")
+        assert [r[1] for r in rows.rows] == [0, 2, 4, 6, 8]
+        assert rows.columns == ["timestamp", "value"]
+        assert list(rows.to_pandas()["value"]) == [0, 2, 4, 6, 8]
+        assert "timestamp" in query.explain() or "Rate" in query.explain(extended=True)
+        assert query.status["isDataAvailable"] in (True, False)
+    finally:
+        query.stop()

@@ -189,6 +189,6 @@ def _summarise(text: str) -> str:
         line = re.sub(tags, "", line)
         line = re.sub(r"^Query \[id = [^\]]*\] terminated with exception:\s*", "", line)
         line = re.sub(tags, "", line)
-        line = re.sub(r"\s*SQLSTATE: \w+\s*$", "", line)
+        line = re.sub(r"\s*SQLSTATE: \w+.*$", "", line)
         return line[:300]
     return text.strip()[:300]

@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Optional
 
 _LOGGERS = ("pyspark", "py4j", "grpc")
+_PYSPARK_LOGGERS = ("SQLQueryContextLogger",)  # PySparkLogger instances that print JSON to stderr
 
 
 def silence_pyspark(log_file: Optional[Path] = None) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.NullHandler()
-    for name in _LOGGERS:
-        logger = logging.getLogger(name)
+    from pyspark.logger import PySparkLogger
+
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    loggers += [PySparkLogger.getLogger(name) for name in _PYSPARK_LOGGERS]
+    for logger in loggers:
         logger.handlers = [handler]
         logger.propagate = False
     warnings.filterwarnings("ignore", module=r"pyspark(\..*)?")

@@ -1,0 +1,66 @@
+"""Drive the real `sparkscope` command in a pseudo-terminal, as a person would."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pexpect
+import pytest
+
+from tests.helpers import sparkscope_bin
+
+PROMPT = "sparkscope>"  # prompt-toolkit draws the trailing space as a cursor move
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[=>]|\r")
+
+
+def clean(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+class Repl:
+    def __init__(self, child: pexpect.spawn):
+        self.child = child
+
+    def expect(self, pattern, timeout: float = 60):
+        self.child.expect(pattern, timeout=timeout)
+        return clean(self.child.before + (self.child.after if isinstance(self.child.after, str) else ""))
+
+    def prompt(self, timeout: float = 60, quiet: float = 0.6) -> str:
+        """Wait for a prompt that stays: output printed above the prompt redraws it, so a prompt
+        only counts once nothing else arrives for `quiet` seconds."""
+        text = self.expect(re.escape(PROMPT), timeout)
+        while self.child.expect([re.escape(PROMPT), pexpect.TIMEOUT], timeout=quiet) == 0:
+            text += clean(self.child.before + self.child.after)
+        return re.sub(r"\n+", "\n", text.replace(PROMPT, "\n"))
+
+    def run(self, line: str, timeout: float = 60) -> str:
+        """Type a line, wait for the next prompt, return what was printed in between."""
+        self.child.send(line + "\r")
+        self.child.expect("\r\r\n", timeout=timeout)  # prompt-toolkit accepted the line
+        return self.prompt(timeout)
+
+
+def spawn(*args: str, env=None) -> pexpect.spawn:
+    full_env = {**os.environ, "LINES": "40", "COLUMNS": "160", "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
+                **(env or {})}
+    child = pexpect.spawn(sparkscope_bin(), list(args), env=full_env, encoding="utf-8", dimensions=(40, 160),
+                          timeout=60)
+    return child
+
+
+@pytest.fixture
+def repl(remote_url):
+    child = spawn("--remote", remote_url)
+    shell = Repl(child)
+    shell.prompt()
+    yield shell
+    if child.isalive():
+        child.sendcontrol("d")
+        try:
+            index = child.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=30)
+            if index == 0:
+                child.send("y\r")
+                child.expect(pexpect.EOF, timeout=30)
+        except pexpect.TIMEOUT:
+            child.terminate(force=True)

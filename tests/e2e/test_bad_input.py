@@ -1,0 +1,86 @@
+"""Bad input in the REPL: one clear line each, no traceback, and the prompt (and queries) live on."""
+
+from __future__ import annotations
+
+import re
+
+import pexpect
+
+from tests.e2e.conftest import clean, spawn
+
+CASES = [
+    (":pek counts", "error: Unknown command :pek. Did you mean :peek? Type :help for the list."),
+    (":frobnicate", "error: Unknown command :frobnicate. Type :help for the list."),
+    (":start", "error: :start needs more arguments. Usage: :start NAME [EXPR]"),
+    (":peek", "error: :peek needs more arguments. Usage: :peek NAME [N]"),
+    (":stop alive extra", "error: Too many arguments for :stop: extra. Usage: :stop NAME|--all."),
+    (":peek nosuch", "error: No query or table named 'nosuch'. List them with :queries, or start one with :start."),
+    (":stop ghost", "error: No query named 'ghost'. Queries in this session: alive."),
+    (":progress ghost", "error: No query named 'ghost'. Queries in this session: alive."),
+    (":start b batch", "error: This is a batch DataFrame, not a streaming one. Build it from spark.readStream "
+                       "or ss.source.*."),
+    (":start alive r", "error: A query named 'alive' is already running. Stop it first (:stop alive) or pick "
+                     "another name."),
+    (":start x r --mode sometimes", "error: 'sometimes' is not an output mode. Use append, update or complete."),
+    (":start x r --trigger fast", "error: 'fast' is not a trigger. Use an interval (5s, 1 minute), once, "
+                                  "available-now or continuous:1s."),
+    (":start x r --sink kafka2", "error: 'kafka2' is not a sink. Use one of: memory, console, table, "
+                                 "foreach_batch, parquet, json, csv, orc, text."),
+    (":start x r --bogus 1", "error: Unknown option --bogus for :start."),
+    (":start bad-name r", "error: 'bad-name' is not a valid query name."),
+    (":start undefined_df", "error: No DataFrame named 'undefined_df'. Define it first"),
+    (":peek alive many", "error: 'many' is not a number of rows. Give a whole number of rows."),
+    (":peek alive --where 'nope > 1'", "error: "),
+    (":sql SELEC 1", "error: "),
+    (":sql SELECT * FROM missing_table", "error: The table or view `missing_table` cannot be found."),
+    ("def broken(:", "SyntaxError: "),
+    ("undefined_name + 1", "NameError: name 'undefined_name' is not defined"),
+    ("1 / 0", "ZeroDivisionError: division by zero"),
+    ("r.count()", "error: "),
+    ("r.isStreaming()", "hint: isStreaming is a property, not a method: write df.isStreaming without ()"),
+    (":await alive --timeout soon", "error: 'soon' is not a number of seconds."),
+    (":conf", None),
+]
+
+
+def test_bad_inputs_each_give_one_clear_line_and_a_live_prompt(repl):
+    repl.run("r = ss.source.rate(2)")
+    repl.run("batch = spark.range(3)")
+    assert "Started alive" in repl.run(":start alive r")
+    for line, expected in CASES:
+        out = repl.run(line)
+        body = out
+        if expected is not None:
+            assert expected in body, f"{line!r} printed:\n{body}"
+        assert "site-packages" not in body, f"{line!r} leaked a library traceback:\n{body}"
+        assert "pyspark/" not in body
+        if expected and expected.startswith("error: "):
+            errors = [ln for ln in body.splitlines() if ln.startswith("error: ")]
+            assert len(errors) == 1, f"{line!r} printed {len(errors)} error lines:\n{body}"
+    out = repl.run(":trace")
+    assert "Traceback" in out
+    out = repl.run(":queries")
+    assert re.search(r"\| alive\s+\| [0-9a-f]{8} \| active", out), "a bad input lost the running query"
+
+
+def test_unreachable_server_on_startup_is_one_line_and_the_prompt_stays(sandbox):
+    from sparkscope.client.server import free_port
+
+    child = spawn("--remote", f"sc://localhost:{free_port()}")
+    child.expect(r"error: Cannot reach a Spark Connect server at localhost:\d+\. Check the URL", timeout=30)
+    child.send("1 + 1\r")
+    child.expect("2", timeout=10)
+    child.send(":queries\r")
+    child.expect(r"error: Cannot reach a Spark Connect server", timeout=10)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=15)
+    assert "Traceback" not in clean(child.before)
+
+
+def test_bad_remote_url_exits_with_one_line():
+    child = spawn("--remote", "http://example:1/;token=abc")
+    child.expect(pexpect.EOF, timeout=20)
+    text = clean(child.before).strip()
+    assert text == "error: 'http://example:1/;token=***' is not a Spark Connect URL. Use sc://host:port, e.g. sc://localhost:15002."
+    child.close()
+    assert child.exitstatus == 2

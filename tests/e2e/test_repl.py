@@ -1,0 +1,117 @@
+"""The quick-start path in a real terminal: define streams, :start, :queries, :progress, :peek, :stop."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pexpect
+
+from tests.e2e.conftest import Repl, clean, spawn
+
+
+def wait_for_rows(repl: Repl, command: str, pattern: str, tries: int = 40) -> str:
+    for _ in range(tries):
+        out = repl.run(command)
+        if re.search(pattern, out):
+            return out
+        time.sleep(0.5)
+    raise AssertionError(f"{command!r} never showed {pattern!r}; last output:\n{out}")
+
+
+def test_quick_start_session(repl, data_dir):
+    (data_dir / "e.json").write_text('{"action": "Open"}\n{"action": "Close"}\n{"action": "Open"}\n')
+    out = repl.run("events = spark.readStream.schema('action STRING').json('%s')" % data_dir)
+    assert "error" not in out
+    out = repl.run("events")
+    assert "streaming DataFrame[action: string]" in out
+    repl.run("actions = events.groupBy('action').count()")
+    out = repl.run(":start actions")
+    assert re.search(r"Started actions \(id [0-9a-f]{8}\) → memory sink, complete mode, trigger default", out)
+    repl.run("ticks = ss.source.rate(20)")
+    out = repl.run(":start counts ticks.groupBy((ticks.value % 2).alias('parity')).count()")
+    assert "Started counts" in out
+    out = repl.run(":queries")
+    assert re.search(r"\| actions\s+\| [0-9a-f]{8} \| active", out)
+    assert re.search(r"\| counts\s+\| [0-9a-f]{8} \| active", out)
+    repl.run(":await actions --all-available")
+    out = repl.run(":peek actions --order action")
+    assert re.search(r"\| Close\s+\| 1\s+\|", out) and re.search(r"\| Open\s+\| 2\s+\|", out)
+    assert "(2 rows)" in out
+    out = wait_for_rows(repl, ":progress counts", r"\| counts\s+\| \d+")
+    assert "input/s" in out and "watermark" in out
+    out = repl.run(":peek actions --vertical")
+    assert "-[ RECORD 1 ]" in out and re.search(r"action \| (Open|Close)", out)
+    out = repl.run(":stop counts")
+    assert "Stopped counts" in out
+    out = repl.run(":queries")
+    assert re.search(r"\| counts\s+\| [0-9a-f]{8} \| stopped", out)
+
+
+def test_multiline_python_and_completion(repl):
+    repl.child.send("def double(x):\r")
+    repl.expect(r"\.\.\.")
+    repl.child.send("return x * 2\r")
+    repl.child.send("\r")
+    repl.child.expect("\r\r\n")
+    repl.prompt()
+    out = repl.run("double(21)")
+    assert "42" in out
+    repl.run("r = ss.source.rate(1)")
+    repl.run(":start tickquery r")
+    repl.child.send(":peek tickq\t")
+    repl.expect("tickquery")
+    time.sleep(0.3)
+    out = repl.run("")
+    assert "timestamp" in out and "value" in out
+    repl.child.send(":sta\t")
+    repl.expect(":start|:status")
+    repl.child.sendcontrol("c")
+    repl.child.send("\r")
+    repl.prompt()
+
+
+def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
+    repl.run(":start keeps ss.source.rate(5)")
+    repl.child.send(":sql SELECT count(*) FROM range(0, 500000000000) a\r")
+    time.sleep(3)
+    repl.child.sendcontrol("c")
+    out = repl.prompt(timeout=15)
+    assert "Cancelled: the operation was interrupted; streaming queries keep running." in out
+    out = repl.run(":queries")
+    assert re.search(r"\| keeps\s+\| [0-9a-f]{8} \| active", out)
+
+
+def test_ctrl_d_with_running_queries_stop_them(remote_url):
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run(":start bye ss.source.rate(1)")
+    child.sendcontrol("d")
+    child.expect(r"1 query is still running \(bye\)\. Stop it\? \[y/N\]", timeout=30)
+    child.send("y\r")
+    child.expect(pexpect.EOF, timeout=30)
+    assert "Stopped bye." in clean(child.before)
+
+
+def test_ctrl_d_with_running_queries_leave_them_and_reattach(remote_url):
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run(":start stays ss.source.rate(1)")
+    child.sendcontrol("d")
+    child.expect(r"Stop it\? \[y/N\]", timeout=30)
+    child.send("n\r")
+    child.expect(pexpect.EOF, timeout=30)
+    text = clean(child.before)
+    match = re.search(r"Reattach with: sparkscope (--remote \S+ --session-id [0-9a-f-]{36})", text)
+    assert match, text
+    again = spawn(*match.group(1).split())
+    repl2 = Repl(again)
+    repl2.prompt()
+    out = repl2.run(":queries")
+    assert re.search(r"\| stays\s+\| [0-9a-f]{8} \| active", out)
+    out = repl2.run(":stop stays")
+    assert "Stopped stays" in out
+    again.sendcontrol("d")
+    again.expect(pexpect.EOF, timeout=30)

@@ -75,7 +75,7 @@ def terminal_width() -> int:
 def render_table(table: Table, width: Optional[int] = None) -> str:
     width = width or terminal_width()
     texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
-    limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 1)
+    limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 3)
     rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
     headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
     body = tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True) if headers else ""

@@ -1,0 +1,189 @@
+"""Fast tests of pure logic: URLs, profiles, triggers, output modes, progress, commands, rendering."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+import pytest
+
+from sparkscope.client.errors import ConfigError, UnsupportedOperation, translate
+from sparkscope.client.planning import PlanShape, choose_mode, parse_trigger, plan_shape, watermark_warning
+from sparkscope.client.progress import Progress
+from sparkscope.client.remote import parse_url, redact, resolve
+from sparkscope.repl import commands  # noqa: F401 - registers commands
+from sparkscope.repl.registry import REGISTRY, UsageError, split_commands
+from sparkscope.repl.render import Table, cell, render_table, render_vertical, to_json
+from sparkscope.repl.runtime import is_complete
+
+
+def test_parse_url_with_params_token_and_session():
+    t = parse_url("sc://h.example:443/;use_ssl=true;token=abc;session_id=0b8a0c56-8f5e-4c8a-9d5c-7d3f2b9c1e00")
+    assert (t.host, t.port, t.use_ssl, t.token) == ("h.example", 443, True, "abc")
+    assert t.display == "sc://h.example:443/;use_ssl=true;session_id=0b8a0c56-8f5e-4c8a-9d5c-7d3f2b9c1e00;token=***"
+    assert "abc" not in repr(t)
+    assert parse_url("sc://localhost").port == 15002
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("http://x:1", "is not a Spark Connect URL"), ("sc://x:port", "'port' is not a valid port"),
+    ("sc://", "has no host"), ("sc://x:1/;session_id=nope", "'nope' is not a session id"),
+    ("sc://x:1/;junk", "Bad parameter 'junk'"),
+])
+def test_parse_url_errors(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_url(bad)
+
+
+def test_redact_hides_tokens_everywhere():
+    assert redact("sc://h:1/;token=abc;x=1") == "sc://h:1/;token=***;x=1"
+    assert redact(":connect sc://h/;TOKEN=zz") == ":connect sc://h/;TOKEN=***"
+
+
+def test_precedence_flag_env_profile_local(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('default_profile = "dev"\n[profiles.dev]\nremote = "sc://prof:3"\ntoken_env = "DEV_TOKEN"\n')
+    env = {"SPARK_REMOTE": "sc://env:2", "DEV_TOKEN": "t0k"}
+    assert resolve("sc://flag:1", env=env, config_path=config).host == "flag"
+    assert resolve(None, env=env, config_path=config).source == "env"
+    picked = resolve(None, env={"DEV_TOKEN": "t0k"}, config_path=config)
+    assert (picked.host, picked.source, picked.token) == ("prof", "profile", "t0k")
+    assert resolve(None, env={}, config_path=tmp_path / "missing.toml") is None
+    assert resolve("sc://f:1", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": "e"}, config_path=config).token == "e"
+
+
+def test_profile_with_token_must_be_private(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[profiles.p]\nremote = "sc://h:1"\ntoken = "secret"\n')
+    os.chmod(config, 0o644)
+    with pytest.raises(ConfigError, match="holds a token but other users can read it"):
+        resolve(None, profile="p", env={}, config_path=config)
+    os.chmod(config, 0o600)
+    assert resolve(None, profile="p", env={}, config_path=config).token == "secret"
+
+
+@pytest.mark.parametrize("text,expected", [
+    (None, "default"), ("5s", "5 seconds"), ("500ms", "500 milliseconds"), ("1 minute", "1 minutes"),
+    ("once", "once"), ("available-now", "available-now"), ("continuous:1s", "continuous:1 seconds"),
+])
+def test_triggers(text, expected):
+    assert str(parse_trigger(text)) == expected
+
+
+def test_bad_trigger():
+    with pytest.raises(ConfigError, match="'soon' is not a trigger"):
+        parse_trigger("soon")
+
+
+AGG = PlanShape(aggregation=True)
+AGG_WM = PlanShape(aggregation=True, watermark_before_aggregation=True)
+
+
+@pytest.mark.parametrize("shape,sink,mode,expected", [
+    (PlanShape(), "memory", None, "append"), (AGG, "memory", None, "complete"), (AGG, "console", None, "complete"),
+    (AGG_WM, "parquet", None, "append"), (AGG, "memory", "update", "update"),
+    (PlanShape(stateful_function=True), "memory", None, "update"),
+])
+def test_output_mode_inference(shape, sink, mode, expected):
+    assert choose_mode(shape, sink, mode) == expected
+
+
+@pytest.mark.parametrize("shape,sink,mode,message", [
+    (AGG, "json", "complete", "A json sink only takes append mode, not complete"),
+    (AGG, "parquet", None, "cannot be appended"), (AGG, "memory", "append", "needs a watermark"),
+    (PlanShape(), "memory", "complete", "needs a streaming aggregation"),
+])
+def test_output_mode_rejections(shape, sink, mode, message):
+    with pytest.raises(UnsupportedOperation, match=message):
+        choose_mode(shape, sink, mode)
+
+
+def test_plan_shape_reads_the_analyzed_section():
+    explain = """== Parsed Logical Plan ==
+'Aggregate ['x]
+== Analyzed Logical Plan ==
+window: struct<start:timestamp,end:timestamp>, count: bigint
+~EventTimeWatermark 1, window#1, 5 minutes
++- ~Aggregate [window#1], [count(1)]
+   +- ~StreamingRelationV2 rate
+== Optimized Logical Plan ==
+Aggregate"""
+    shape = plan_shape(explain)
+    assert shape.aggregation and shape.watermark_after_aggregation and not shape.watermark_before_aggregation
+    assert "after the aggregation" in watermark_warning(shape)
+
+
+PROGRESS = {"id": "q1", "runId": "r1", "name": "counts", "timestamp": "2024-01-01T00:00:00.000Z", "batchId": 7,
+            "numInputRows": 10, "inputRowsPerSecond": "NaN", "processedRowsPerSecond": 20.5,
+            "durationMs": {"triggerExecution": 120, "addBatch": 80},
+            "eventTime": {"watermark": "2024-01-01T00:00:00.000Z"},
+            "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 4, "numRowsUpdated": 2,
+                                "memoryUsedBytes": 100, "numRowsDroppedByWatermark": 3}],
+            "sources": [{"description": "RateStream", "numInputRows": 10, "inputRowsPerSecond": 1.0,
+                         "processedRowsPerSecond": 2.0}], "sink": {"description": "MemorySink"}}
+
+
+def test_progress_model():
+    p = Progress.from_json(json.dumps(PROGRESS))
+    assert (p.batch_id, p.input_rows, p.input_rows_per_second, p.processed_rows_per_second) == (7, 10, 0.0, 20.5)
+    assert (p.batch_duration_ms, p.durations_ms["addBatch"], p.state_rows, p.dropped_by_watermark) == (120, 80, 4, 3)
+    assert p.sink == "MemorySink" and p.sources[0].description == "RateStream"
+
+
+def test_command_parsing_keeps_expressions_whole():
+    inv = REGISTRY.parse(':start counts spark.sql("select 1 as x") --sink memory --option a=b --option c=d')
+    assert inv.args == ["counts", 'spark.sql("select 1 as x")']
+    assert inv.opts == {"sink": "memory", "option": ["a=b", "c=d"]}
+    assert REGISTRY.parse(":sql SELECT 1 -- comment").args == ["SELECT 1 -- comment"]
+    assert REGISTRY.parse(":ls").command.name == "queries"
+
+
+@pytest.mark.parametrize("line,message", [
+    (":pek x", "Did you mean :peek?"), (":stop a b", "Too many arguments"), (":peek", "needs more arguments"),
+    (":peek x --nope", "Unknown option --nope"), (":progress --last", "--last needs a value"),
+    (":start x 'unclosed", "Unclosed quote"),
+])
+def test_command_parse_errors(line, message):
+    with pytest.raises(UsageError, match=message):
+        REGISTRY.parse(line)
+
+
+def test_split_commands():
+    assert split_commands(":start counts; :progress\nx = 1; y = 2") == [":start counts", ":progress", "x = 1; y = 2"]
+
+
+def test_every_command_has_usage_and_summary():
+    for cmd in REGISTRY.commands.values():
+        assert cmd.usage.startswith(":" + cmd.name) and cmd.summary
+
+
+def test_rendering():
+    ts = dt.datetime(2018, 3, 2, 10, 10)
+    table = Table(["window", "action", "count"], [[{"start": ts, "end": ts}, "open", 2], [None, "x" * 300, 1]])
+    text = render_table(table, width=80)
+    assert "{2018-03-02 10:10:00, 2018-03-02 10:10:00}" in render_table(table, width=400)
+    assert "NULL" in text and "…" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "(2 rows)" in text
+    assert "-[ RECORD 1 ]" in render_vertical(table)
+    assert json.loads(to_json("peek", table))["rows"][0]["action"] == "open"
+    assert cell(1.5) == "1.5"
+
+
+def test_python_completeness():
+    assert not is_complete("def f(x):")
+    assert not is_complete("foo(1,")
+    assert is_complete("x = 1")
+    assert is_complete(":start counts")
+
+
+def test_translate_keeps_one_line_and_the_error_class():
+    class AnalysisException(Exception):
+        def getCondition(self):
+            return "TABLE_OR_VIEW_NOT_FOUND"
+
+    err = translate(AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table `t` cannot be found. SQLSTATE: 42P01\nJVM"))
+    assert str(err) == ("The table `t` cannot be found. Check the name with :sql SHOW TABLES, or start the query "
+                        "that creates it.")
+    assert err.error_class == "TABLE_OR_VIEW_NOT_FOUND"

@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .client.errors import (AnalysisError, AuthenticationFailed, Cancelled, ConfigError, ConnectionFailed,
-                            QueryFailed, QueryNotFound, ServerError, SparkscopeError, UnsupportedOperation)
+from .client.errors import (
+    AnalysisError,
+    AuthenticationFailed,
+    Cancelled,
+    ConfigError,
+    ConnectionFailed,
+    QueryFailed,
+    QueryNotFound,
+    ServerError,
+    SparkscopeError,
+    UnsupportedOperation,
+)
 
 __version__ = "0.1.0"
 
@@ -33,6 +43,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 
 
-__all__ = ["connect", "Session", "Query", "Progress", "Rows", "LocalServer", "SparkscopeError", "ConfigError",
-           "ConnectionFailed", "AuthenticationFailed", "ServerError", "AnalysisError", "UnsupportedOperation",
-           "QueryNotFound", "QueryFailed", "Cancelled", "__version__"]
+__all__ = [
+    "AnalysisError",
+    "AuthenticationFailed",
+    "Cancelled",
+    "ConfigError",
+    "ConnectionFailed",
+    "LocalServer",
+    "Progress",
+    "Query",
+    "QueryFailed",
+    "QueryNotFound",
+    "Rows",
+    "ServerError",
+    "Session",
+    "SparkscopeError",
+    "UnsupportedOperation",
+    "__version__",
+    "connect",
+]

@@ -8,13 +8,12 @@ with a hint on what to do. The original exception stays in `__cause__` and its c
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 
 class SparkscopeError(Exception):
     """Base class: a message for the user, plus an optional hint."""
 
-    def __init__(self, message: str, hint: str = "", error_class: Optional[str] = None):
+    def __init__(self, message: str, hint: str = "", error_class: str | None = None):
         self.message = message.rstrip(".")
         self.hint = hint
         self.error_class = error_class

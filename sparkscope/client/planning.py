@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional
 
 from .errors import ConfigError, UnsupportedOperation
 
@@ -26,14 +25,14 @@ class Trigger:
     """kind: default | processing | once | available-now | continuous; interval like '5 seconds'."""
 
     kind: str = "default"
-    interval: Optional[str] = None
+    interval: str | None = None
 
     def __str__(self) -> str:
         if self.kind in ("processing", "continuous"):
             return f"{self.kind}:{self.interval}" if self.kind == "continuous" else str(self.interval)
         return self.kind
 
-    def writer_kwargs(self) -> Dict[str, object]:
+    def writer_kwargs(self) -> dict[str, object]:
         """Keyword arguments for DataStreamWriter.trigger()."""
         return {
             "default": {},
@@ -44,7 +43,7 @@ class Trigger:
         }[self.kind]
 
     @property
-    def seconds(self) -> Optional[float]:
+    def seconds(self) -> float | None:
         if not self.interval:
             return None
         number, unit = self.interval.split()
@@ -61,7 +60,7 @@ def interval(text: str) -> str:
     return f"{number} {_UNITS[match.group(2).lower()]}"
 
 
-def parse_trigger(text: Optional[str]) -> Trigger:
+def parse_trigger(text: str | None) -> Trigger:
     """'5 seconds' / '5s' / 'once' / 'available-now' / 'continuous:1s' / None."""
     if text is None or str(text).strip() in ("", "default"):
         return Trigger()
@@ -140,7 +139,7 @@ def plan_shape(analyzed_plan: str) -> PlanShape:
     )
 
 
-def choose_mode(shape: PlanShape, sink: str, mode: Optional[str]) -> str:
+def choose_mode(shape: PlanShape, sink: str, mode: str | None) -> str:
     """Infer the output mode, or reject a combination Spark would reject, naming the valid ones."""
     file_like = sink in FILE_SINKS or sink == "table"
     if mode is not None:
@@ -179,7 +178,7 @@ def choose_mode(shape: PlanShape, sink: str, mode: Optional[str]) -> str:
     return mode or "complete"
 
 
-def watermark_warning(shape: PlanShape) -> Optional[str]:
+def watermark_warning(shape: PlanShape) -> str | None:
     if shape.aggregation and shape.watermark_after_aggregation and not shape.watermark_before_aggregation:
         return ("withWatermark is applied after the aggregation, so it cannot bound the aggregation's state "
                 "(late rows are never dropped and state grows forever); call it before groupBy")

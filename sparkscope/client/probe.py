@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import socket
 import uuid
-from typing import Optional
 
 from .errors import AuthenticationFailed, ConnectionFailed
 from .remote import Target
@@ -78,7 +77,7 @@ def probe(target: Target, timeout: float = 3.0) -> str:
         channel.close()
 
 
-def try_probe(target: Target, timeout: float = 3.0) -> Optional[str]:
+def try_probe(target: Target, timeout: float = 3.0) -> str | None:
     try:
         return probe(target, timeout)
     except ConnectionFailed:

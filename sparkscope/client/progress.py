@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any
 
 OPERATION_KEYS = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 
@@ -32,17 +33,17 @@ class StateProgress:
 class Progress:
     query_id: str
     run_id: str
-    name: Optional[str]
+    name: str | None
     timestamp: str
     batch_id: int
     input_rows: int
     input_rows_per_second: float
     processed_rows_per_second: float
-    batch_duration_ms: Optional[int]
-    durations_ms: Dict[str, int]
-    watermark: Optional[str]
-    state: List[StateProgress]
-    sources: List[SourceProgress]
+    batch_duration_ms: int | None
+    durations_ms: dict[str, int]
+    watermark: str | None
+    state: list[StateProgress]
+    sources: list[SourceProgress]
     sink: str
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
@@ -63,7 +64,7 @@ class Progress:
         return json.dumps(self.raw, indent=2, sort_keys=False)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Progress":
+    def from_json(cls, data: Any) -> Progress:
         if isinstance(data, (str, bytes)):
             data = json.loads(data)
         durations = {k: int(v) for k, v in (data.get("durationMs") or {}).items()}

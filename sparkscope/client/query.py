@@ -7,7 +7,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from .errors import QueryFailed, translate
 from .planning import Trigger
@@ -23,7 +23,7 @@ class QueryError:
 
     short: str
     full: str
-    error_class: Optional[str] = None
+    error_class: str | None = None
 
     def __str__(self) -> str:
         return self.short
@@ -39,18 +39,18 @@ class QueryInfo:
     sink: str
     mode: str
     trigger: str
-    last_batch: Optional[int]
+    last_batch: int | None
     input_rows_per_second: float
     processed_rows_per_second: float
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class Query:
     """A streaming query started by (or found in) a sparkscope session."""
 
-    def __init__(self, handle: "StreamingQuery", *, name: str, sink: str = "memory", mode: str = "append",
-                 trigger: Optional[Trigger] = None, checkpoint: Optional[str] = None, path: Optional[str] = None,
-                 table: Optional[str] = None, fmt: Optional[str] = None, warning: Optional[str] = None):
+    def __init__(self, handle: StreamingQuery, *, name: str, sink: str = "memory", mode: str = "append",
+                 trigger: Trigger | None = None, checkpoint: str | None = None, path: str | None = None,
+                 table: str | None = None, fmt: str | None = None, warning: str | None = None):
         self._handle = handle
         self.name = name
         self.id: str = handle.id
@@ -63,15 +63,15 @@ class Query:
         self.table = table
         self.format = fmt
         self.warning = warning
-        self._final_state: Optional[str] = None
-        self._final_error: Optional[QueryError] = None
-        self._final_progress: Optional[Progress] = None
+        self._final_state: str | None = None
+        self._final_error: QueryError | None = None
+        self._final_progress: Progress | None = None
 
     def __repr__(self) -> str:
         return f"<Query {self.name} id={self.id[:8]} sink={self.sink} mode={self.mode} trigger={self.trigger}>"
 
     @property
-    def handle(self) -> "StreamingQuery":
+    def handle(self) -> StreamingQuery:
         """The underlying pyspark StreamingQuery."""
         return self._handle
 
@@ -101,12 +101,12 @@ class Query:
         return self._final_state
 
     @property
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """Spark's status: message, isDataAvailable, isTriggerActive."""
         return dict(self._call(lambda: self._handle.status))
 
     @property
-    def exception(self) -> Optional[QueryError]:
+    def exception(self) -> QueryError | None:
         if self._final_error is not None:
             return self._final_error
         exc = self._call(self._handle.exception)
@@ -118,14 +118,14 @@ class Query:
 
     # -- progress -----------------------------------------------------------------------------
     @property
-    def progress(self) -> Optional[Progress]:
+    def progress(self) -> Progress | None:
         if self._final_state is not None:
             return self._final_progress
         last = self._call(lambda: self._handle.lastProgress)
         return Progress.from_json(json.loads(last.json)) if last is not None else None
 
     @property
-    def history(self) -> List[Progress]:
+    def history(self) -> list[Progress]:
         recent = self._call(lambda: self._handle.recentProgress)
         return [Progress.from_json(json.loads(p.json)) for p in recent]
 
@@ -136,7 +136,7 @@ class Query:
         return buffer.getvalue().rstrip("\n")
 
     # -- control ------------------------------------------------------------------------------
-    def await_termination(self, timeout: Optional[float] = None) -> bool:
+    def await_termination(self, timeout: float | None = None) -> bool:
         """True when the query ended within `timeout` seconds; raises QueryFailed if it failed."""
         try:
             if timeout is None:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import warnings
 from pathlib import Path
-from typing import Optional
 
 _LOGGERS = ("pyspark", "py4j", "grpc")
 _PYSPARK_LOGGERS = ("SQLQueryContextLogger",)  # PySparkLogger instances that print JSON to stderr
 
 
-def silence_pyspark(log_file: Optional[Path] = None) -> None:
+def silence_pyspark(log_file: Path | None = None) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.NullHandler()
     from pyspark.logger import PySparkLogger
 

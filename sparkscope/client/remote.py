@@ -9,9 +9,9 @@ import os
 import stat
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Mapping, Optional
 
 from .errors import ConfigError
 from .paths import config_file
@@ -34,8 +34,8 @@ class Target:
 
     host: str
     port: int = DEFAULT_PORT
-    token: Optional[str] = field(default=None, repr=False)
-    session_id: Optional[str] = None
+    token: str | None = field(default=None, repr=False)
+    session_id: str | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     source: str = "flag"  # flag | env | profile | local
 
@@ -57,7 +57,7 @@ class Target:
     def display(self) -> str:
         return self.url(with_token=False)
 
-    def with_session(self, session_id: Optional[str]) -> "Target":
+    def with_session(self, session_id: str | None) -> Target:
         return replace(self, session_id=session_id)
 
 
@@ -84,7 +84,7 @@ def parse_url(url: str, *, source: str = "flag") -> Target:
             raise ValueError
     except ValueError:
         raise ConfigError(f"'{port_text}' is not a valid port in {redact(text)}", "Use a number from 1 to 65535") from None
-    params: Dict[str, str] = {}
+    params: dict[str, str] = {}
     for item in param_text.lstrip(";").split(";"):
         if not item:
             continue
@@ -116,7 +116,7 @@ def redact(text: str) -> str:
     return ";".join(out)
 
 
-def load_profiles(path: Optional[Path] = None) -> Dict[str, dict]:
+def load_profiles(path: Path | None = None) -> dict[str, dict]:
     """Read `[profiles.NAME]` tables (and an optional top-level `default_profile`) from config.toml."""
     path = path or config_file()
     if not path.is_file():
@@ -142,21 +142,21 @@ def load_profiles(path: Optional[Path] = None) -> Dict[str, dict]:
 
 
 def resolve(
-    remote: Optional[str] = None,
+    remote: str | None = None,
     *,
-    profile: Optional[str] = None,
-    token: Optional[str] = None,
-    session_id: Optional[str] = None,
-    env: Optional[Mapping[str, str]] = None,
-    config_path: Optional[Path] = None,
-) -> Optional[Target]:
+    profile: str | None = None,
+    token: str | None = None,
+    session_id: str | None = None,
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+) -> Target | None:
     """Pick the target: flag > SPARK_REMOTE > profile > None (meaning: the embedded local server).
 
     The token comes from the URL, then the `token` argument, then SPARK_CONNECT_AUTHENTICATE_TOKEN,
     then the profile.
     """
     env = os.environ if env is None else env
-    target: Optional[Target] = None
+    target: Target | None = None
     profile_data: dict = {}
     profile_name = profile or env.get(PROFILE_ENV)
     if remote:
@@ -190,6 +190,6 @@ def resolve(
     return replace(target, token=chosen_token or None, session_id=session_id or target.session_id)
 
 
-def local_target(port: int, token: Optional[str] = None, session_id: Optional[str] = None) -> Target:
+def local_target(port: int, token: str | None = None, session_id: str | None = None) -> Target:
     """The embedded server. Host 'localhost' lets pyspark send a token without TLS."""
     return Target(host="localhost", port=port, token=token, session_id=session_id, source="local")

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Sequence, Tuple
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Rows:
-    columns: List[str]
-    rows: List[Tuple[Any, ...]]
-    types: List[str] = field(default_factory=list)
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    types: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def as_dicts(self) -> List[dict]:
+    def as_dicts(self) -> list[dict]:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
     def to_pandas(self):
@@ -24,7 +25,7 @@ class Rows:
         return pd.DataFrame(self.rows, columns=self.columns)
 
     @classmethod
-    def from_arrow(cls, table) -> "Rows":
+    def from_arrow(cls, table) -> Rows:
         columns = list(table.column_names)
         data: Sequence[list] = [col.to_pylist() for col in table.columns]
         rows = list(zip(*data)) if data else []

@@ -14,9 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
 
 from .errors import ServerError
 from .paths import server_config_dir, state_dir
@@ -35,15 +35,15 @@ class ServerInfo:
     port: int
     started_at: float
     log: Path
-    version: Optional[str] = None
+    version: str | None = None
     reused: bool = False
-    startup_seconds: Optional[float] = None
+    startup_seconds: float | None = None
 
     @property
     def uptime(self) -> float:
         return max(0.0, time.time() - self.started_at)
 
-    def target(self, token: Optional[str] = None) -> Target:
+    def target(self, token: str | None = None) -> Target:
         return local_target(self.port, token=token)
 
     @property
@@ -60,7 +60,7 @@ def pyspark_home() -> Path:
     return Path(spec.origin).parent
 
 
-def connect_jar(home: Optional[Path] = None) -> Path:
+def connect_jar(home: Path | None = None) -> Path:
     home = home or pyspark_home()
     jars = sorted((home / "jars").glob("spark-connect_*.jar"))
     if not jars:
@@ -68,7 +68,7 @@ def connect_jar(home: Optional[Path] = None) -> Path:
     return jars[-1]
 
 
-def java_version(java: Optional[str] = None) -> int:
+def java_version(java: str | None = None) -> int:
     """The major version of the java on PATH (or JAVA_HOME); ServerError with an install hint if unusable."""
     hint = "Install Java 17 or newer, e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME"
     if java is None:
@@ -119,7 +119,7 @@ def _is_our_server(pid: int) -> bool:
 class LocalServer:
     """Start, stop and inspect the embedded server whose files live in `home` (the state dir)."""
 
-    def __init__(self, home: Optional[Path] = None):
+    def __init__(self, home: Path | None = None):
         self.home = Path(home) if home else state_dir()
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
 
@@ -136,7 +136,7 @@ class LocalServer:
         return self.home / "checkpoints"
 
     # -- state file -----------------------------------------------------------------------------
-    def _read_state(self) -> Optional[ServerInfo]:
+    def _read_state(self) -> ServerInfo | None:
         try:
             data = json.loads(self.state_path.read_text())
             return ServerInfo(pid=int(data["pid"]), port=int(data["port"]), started_at=float(data["started_at"]),
@@ -154,7 +154,7 @@ class LocalServer:
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
 
-    def running(self) -> Optional[ServerInfo]:
+    def running(self) -> ServerInfo | None:
         """The server we started, if its process is still alive; a stale pid file is removed."""
         info = self._read_state()
         if info is None:
@@ -164,14 +164,14 @@ class LocalServer:
             return None
         return info
 
-    def status(self, token: Optional[str] = None) -> Optional[ServerInfo]:
+    def status(self, token: str | None = None) -> ServerInfo | None:
         info = self.running()
         if info is not None:
             info.version = try_probe(info.target(token or os.environ.get(TOKEN_ENV)), timeout=3)
         return info
 
     # -- start ----------------------------------------------------------------------------------
-    def command(self, port: int, master: str, conf: Dict[str, str]) -> List[str]:
+    def command(self, port: int, master: str, conf: dict[str, str]) -> list[str]:
         home = pyspark_home()
         settings = {
             "spark.connect.grpc.binding.port": str(port),
@@ -189,12 +189,12 @@ class LocalServer:
 
     def start(
         self,
-        port: Optional[int] = None,
+        port: int | None = None,
         master: str = "local[*]",
-        conf: Optional[Dict[str, str]] = None,
-        token: Optional[str] = None,
+        conf: dict[str, str] | None = None,
+        token: str | None = None,
         timeout: float = 180.0,
-        on_wait: Optional[Callable[[float], None]] = None,
+        on_wait: Callable[[float], None] | None = None,
     ) -> ServerInfo:
         """Start the server, or reuse the one already running. Waits until it answers an RPC."""
         conf = dict(conf or {})
@@ -244,8 +244,8 @@ class LocalServer:
         info.startup_seconds = time.time() - started
         return info
 
-    def _wait_ready(self, info: ServerInfo, token: Optional[str], timeout: float,
-                    on_wait: Optional[Callable[[float], None]], proc: Optional[subprocess.Popen] = None) -> str:
+    def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
+                    on_wait: Callable[[float], None] | None, proc: subprocess.Popen | None = None) -> str:
         target = info.target(token)
         deadline = time.monotonic() + timeout
         begin = time.monotonic()
@@ -281,7 +281,7 @@ class LocalServer:
         return lines[-1].strip()[:200] if lines else "no output"
 
     # -- stop -----------------------------------------------------------------------------------
-    def stop(self, grace: float = 20.0) -> Optional[ServerInfo]:
+    def stop(self, grace: float = 20.0) -> ServerInfo | None:
         """Stop the server we started (by pid): SIGTERM, then SIGKILL after `grace` seconds."""
         info = self.running()
         if info is None:

@@ -6,8 +6,9 @@ import contextlib
 import os
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
@@ -27,10 +28,10 @@ _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), 
                ("FileSink", "file"))
 
 
-def resolve_target(remote: Optional[str] = None, *, token: Optional[str] = None, profile: Optional[str] = None,
-                   session_id: Optional[str] = None, start_server: bool = True,
-                   server_home: Optional[Path] = None,
-                   on_server_wait: Optional[Callable[[float], None]] = None) -> Target:
+def resolve_target(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
+                   session_id: str | None = None, start_server: bool = True,
+                   server_home: Path | None = None,
+                   on_server_wait: Callable[[float], None] | None = None) -> Target:
     """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured."""
     target = resolve(remote, profile=profile, token=token, session_id=session_id)
     if target is not None:
@@ -45,9 +46,9 @@ def resolve_target(remote: Optional[str] = None, *, token: Optional[str] = None,
     return info.target(token or os.environ.get(TOKEN_ENV)).with_session(session_id)
 
 
-def connect(remote: Optional[str] = None, *, token: Optional[str] = None, profile: Optional[str] = None,
-            session_id: Optional[str] = None, start_server: bool = True, timeout: float = 5.0,
-            server_home: Optional[Path] = None, keepalive: float = KEEPALIVE_SECONDS) -> "Session":
+def connect(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
+            session_id: str | None = None, start_server: bool = True, timeout: float = 5.0,
+            server_home: Path | None = None, keepalive: float = KEEPALIVE_SECONDS) -> Session:
     """Connect to Spark: `remote` URL > SPARK_REMOTE > profile > the embedded local server.
 
     Fails within `timeout` seconds when the server cannot be reached.
@@ -60,7 +61,7 @@ def connect(remote: Optional[str] = None, *, token: Optional[str] = None, profil
 class Session:
     """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
 
-    def __init__(self, spark: "SparkSession", target: Target, server_version: str,
+    def __init__(self, spark: SparkSession, target: Target, server_version: str,
                  keepalive: float = KEEPALIVE_SECONDS):
         from .sources import Sources
 
@@ -68,10 +69,10 @@ class Session:
         self.target = target
         self.server_version = server_version
         self.source = Sources(spark)
-        self._queries: Dict[str, Query] = {}
+        self._queries: dict[str, Query] = {}
         self._lock = threading.RLock()
         self._closed = False
-        self._checkpoint_root: Optional[str] = None
+        self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
@@ -80,7 +81,7 @@ class Session:
             self._adopt_active()
 
     @classmethod
-    def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS) -> "Session":
+    def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS) -> Session:
         silence_pyspark()
         version = probe(target, timeout=timeout)
         # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
@@ -108,10 +109,10 @@ class Session:
         """The server URL with the token hidden."""
         return self.target.url(with_token=False, with_session=False)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -119,16 +120,16 @@ class Session:
 
     # -- starting -------------------------------------------------------------------------------
     @property
-    def checkpoint_root(self) -> Optional[str]:
+    def checkpoint_root(self) -> str | None:
         if self._checkpoint_root is None:
             value = self._call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
             self._checkpoint_root = value or ""
         return self._checkpoint_root or None
 
-    def start(self, df: "DataFrame", name: str, sink: str = "memory", *, mode: Optional[str] = None,
-              trigger: Optional[str] = None, checkpoint: Optional[str] = None, path: Optional[str] = None,
-              table: Optional[str] = None, options: Optional[Dict[str, Any]] = None,
-              foreach_batch: Optional[Callable[[Any, int], None]] = None) -> Query:
+    def start(self, df: DataFrame, name: str, sink: str = "memory", *, mode: str | None = None,
+              trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
+              table: str | None = None, options: dict[str, Any] | None = None,
+              foreach_batch: Callable[[Any, int], None] | None = None) -> Query:
         """Start `df` as a query named `name`. Memory sink by default; output mode inferred."""
         check_name(name)
         if foreach_batch is not None:
@@ -178,7 +179,7 @@ class Session:
         return query
 
     # -- looking up -----------------------------------------------------------------------------
-    def _adopt_active(self) -> List[Query]:
+    def _adopt_active(self) -> list[Query]:
         """Register queries running in this session that sparkscope did not start (user code, reattach)."""
         active = self._call(lambda: self.spark.streams.active)
         with self._lock:
@@ -189,13 +190,13 @@ class Session:
             active_ids = {h.id for h in active}
         return [q for q in self._queries.values() if q.id in active_ids]
 
-    def _find_active_by_name(self, name: str) -> Optional[Query]:
+    def _find_active_by_name(self, name: str) -> Query | None:
         for query in self._adopt_active():
             if query.name == name:
                 return query
         return None
 
-    def query(self, name_or_id: Union[str, Query]) -> Query:
+    def query(self, name_or_id: str | Query) -> Query:
         """Find a query by name, id, or unique id prefix (active ones first)."""
         if isinstance(name_or_id, Query):
             return name_or_id
@@ -214,7 +215,7 @@ class Session:
             raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
-    def queries(self) -> List[QueryInfo]:
+    def queries(self) -> list[QueryInfo]:
         """Every query of this session: active ones and those that stopped or failed (until reset)."""
         self._adopt_active()
         with self._lock:
@@ -222,14 +223,14 @@ class Session:
         return [q.info() for q in known]
 
     # -- managing -------------------------------------------------------------------------------
-    def stop_all(self) -> List[str]:
+    def stop_all(self) -> list[str]:
         stopped = []
         for query in self._adopt_active():
             query.stop()
             stopped.append(query.name)
         return stopped
 
-    def await_any_termination(self, timeout: Optional[float] = None) -> bool:
+    def await_any_termination(self, timeout: float | None = None) -> bool:
         try:
             if timeout is None:
                 self.spark.streams.awaitAnyTermination()
@@ -249,7 +250,7 @@ class Session:
         return len(gone)
 
     # -- reading --------------------------------------------------------------------------------
-    def sink_dataframe(self, name_or_query: Union[str, Query]) -> "DataFrame":
+    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
         """A batch DataFrame over what a query wrote (memory table, file path or table)."""
         try:
             query = self.query(name_or_query)
@@ -276,8 +277,8 @@ class Session:
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
                                    "Start it with the memory sink (the default) to peek at its rows")
 
-    def peek(self, name_or_query: Union[str, Query], n: int = 20, where: Optional[str] = None,
-             order_by: Optional[Union[str, List[str]]] = None) -> Rows:
+    def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
+             order_by: str | list[str] | None = None) -> Rows:
         """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
         if int(n) < 0:
             raise ConfigError(f"Cannot show {n} rows", "Pass a row count of 0 or more")
@@ -303,7 +304,7 @@ class Session:
 
     # -- cancellation -------------------------------------------------------------------------
     @contextlib.contextmanager
-    def operation(self, tag: Optional[str] = None) -> Iterator[str]:
+    def operation(self, tag: str | None = None) -> Iterator[str]:
         """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
         tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
         self.spark.addTag(tag)
@@ -312,7 +313,7 @@ class Session:
         finally:
             self.spark.removeTag(tag)
 
-    def cancel(self, tag: str) -> List[str]:
+    def cancel(self, tag: str) -> list[str]:
         """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
         try:
             return list(self.spark.interruptTag(tag))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, UnsupportedOperation, translate
 
@@ -19,8 +19,8 @@ class Sources:
     def __init__(self, spark):
         self._spark = spark
 
-    def rate(self, rows_per_second: int = 1, *, ramp_up_time: Optional[str] = None,
-             num_partitions: Optional[int] = None) -> "DataFrame":
+    def rate(self, rows_per_second: int = 1, *, ramp_up_time: str | None = None,
+             num_partitions: int | None = None) -> DataFrame:
         """A stream of (timestamp, value) rows, `rows_per_second` of them each second."""
         if int(rows_per_second) <= 0:
             raise ConfigError(f"rows_per_second must be positive, not {rows_per_second}", "Pass 1 or more")
@@ -31,18 +31,18 @@ class Sources:
             reader = reader.option("numPartitions", int(num_partitions))
         return reader.load()
 
-    def socket(self, host: str = "localhost", port: int = 9999, *, include_timestamp: bool = False) -> "DataFrame":
+    def socket(self, host: str = "localhost", port: int = 9999, *, include_timestamp: bool = False) -> DataFrame:
         """Lines of UTF-8 text read from a TCP socket (testing only: not fault tolerant)."""
         reader = self._spark.readStream.format("socket").option("host", host).option("port", int(port))
         if include_timestamp:
             reader = reader.option("includeTimestamp", True)
         return reader.load()
 
-    def files(self, fmt: str, path: str, *, schema: Union[str, "StructType", None] = None,
-              max_files_per_trigger: Optional[int] = None, latest_first: Optional[bool] = None,
-              max_file_age: Optional[str] = None, sep: Optional[str] = None, header: Optional[bool] = None,
-              mode: Optional[str] = None, corrupt_record_column: Optional[str] = None,
-              options: Optional[Dict[str, Any]] = None) -> "DataFrame":
+    def files(self, fmt: str, path: str, *, schema: str | StructType | None = None,
+              max_files_per_trigger: int | None = None, latest_first: bool | None = None,
+              max_file_age: str | None = None, sep: str | None = None, header: bool | None = None,
+              mode: str | None = None, corrupt_record_column: str | None = None,
+              options: dict[str, Any] | None = None) -> DataFrame:
         """Files appearing in a directory, read as a stream. The schema is required (DDL or StructType)."""
         fmt = fmt.lower()
         if fmt not in FILE_FORMATS:
@@ -60,7 +60,7 @@ class Sources:
                 reader = reader.schema(schema)
             except Exception as exc:
                 raise _schema_error(schema, exc) from exc
-        settings: Dict[str, Any] = {
+        settings: dict[str, Any] = {
             "maxFilesPerTrigger": max_files_per_trigger, "latestFirst": latest_first, "maxFileAge": max_file_age,
             "sep": sep, "header": header, "columnNameOfCorruptRecord": corrupt_record_column,
         }
@@ -80,7 +80,7 @@ class Sources:
                 raise _schema_error(schema, exc) from exc
         return df
 
-    def table(self, name: str) -> "DataFrame":
+    def table(self, name: str) -> DataFrame:
         """A table read as a stream (e.g. the output of another query's table sink)."""
         try:
             df = self._spark.readStream.table(name)
@@ -89,9 +89,9 @@ class Sources:
         except Exception as exc:
             raise translate(exc) from exc
 
-    def kafka(self, bootstrap_servers: str, *, subscribe: Optional[str] = None,
-              subscribe_pattern: Optional[str] = None, starting_offsets: Optional[str] = None,
-              options: Optional[Dict[str, Any]] = None) -> "DataFrame":
+    def kafka(self, bootstrap_servers: str, *, subscribe: str | None = None,
+              subscribe_pattern: str | None = None, starting_offsets: str | None = None,
+              options: dict[str, Any] | None = None) -> DataFrame:
         """A Kafka topic. Needs the spark-sql-kafka connector on the *server* (--packages)."""
         if not (subscribe or subscribe_pattern):
             raise ConfigError("A Kafka source needs a topic", "Pass subscribe=\"topic\" or subscribe_pattern=\"re\"")

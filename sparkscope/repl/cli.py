@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from typing import List, Optional
 
 from ..client.errors import SparkscopeError
 
@@ -68,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     args = build_parser().parse_args(argv)
     if args.version:
@@ -90,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 # -- server ------------------------------------------------------------------------------------------
-def _conf_pairs(pairs: List[str]) -> dict:
+def _conf_pairs(pairs: list[str]) -> dict:
     from ..client.errors import ConfigError
 
     out = {}
@@ -233,7 +231,7 @@ def _run_file(executor, path: str) -> bool:
     except OSError as exc:
         raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
     ok = True
-    block: List[str] = []
+    block: list[str] = []
     for line in text.splitlines():
         if block:
             if line.strip() and line[:1] in (" ", "\t") or line.strip().startswith(("else", "elif", "except",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ..client.errors import UnsupportedOperation
 from .registry import REGISTRY, UsageError, command
@@ -29,7 +29,7 @@ def _float(value: Any, what: str) -> float:
         raise UsageError(f"'{value}' is not a number of {what}", f"Give a number of {what}, e.g. 10") from None
 
 
-def _options(pairs: List[str]) -> Dict[str, str]:
+def _options(pairs: list[str]) -> dict[str, str]:
     out = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -64,7 +64,7 @@ def start(ctx, args, opts):
                               options=_options(opts.get("option", [])))
     text = (f"Started {query.name} (id {short_id(query.id)}) → {query.sink} sink, {query.mode} mode, "
             f"trigger {query.trigger}")
-    results: List[Any] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,
+    results: list[Any] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,
                                          "mode": query.mode, "trigger": str(query.trigger)})]
     if query.warning:
         results.append(Message(f"warning: {query.warning}"))
@@ -272,5 +272,4 @@ def trace(ctx, args, opts):
          needs_session=False)
 def quit_(ctx, args, opts):
     ctx.request_exit()
-    return None
 

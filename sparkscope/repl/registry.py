@@ -7,8 +7,8 @@ split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expre
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
 
 from ..client.errors import ConfigError
 
@@ -23,10 +23,10 @@ class Command:
     func: Callable
     usage: str
     summary: str
-    aliases: Tuple[str, ...] = ()
-    options: Dict[str, str] = field(default_factory=dict)  # name -> "value" | "flag" | "multi"
+    aliases: tuple[str, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)  # name -> "value" | "flag" | "multi"
     min_args: int = 0
-    max_args: Optional[int] = 0
+    max_args: int | None = 0
     raw_tail: bool = False  # positional args after the first are one Python expression
     raw: bool = False  # everything after the name is one argument (SQL)
     needs_session: bool = True
@@ -35,17 +35,17 @@ class Command:
 @dataclass
 class Invocation:
     command: Command
-    args: List[str]
-    opts: Dict[str, object]
+    args: list[str]
+    opts: dict[str, object]
 
 
 class Registry:
     def __init__(self) -> None:
-        self.commands: Dict[str, Command] = {}
-        self._aliases: Dict[str, str] = {}
+        self.commands: dict[str, Command] = {}
+        self._aliases: dict[str, str] = {}
 
-    def command(self, name: str, usage: str, summary: str, *, aliases: Tuple[str, ...] = (),
-                options: Optional[Dict[str, str]] = None, args: Tuple[int, Optional[int]] = (0, 0),
+    def command(self, name: str, usage: str, summary: str, *, aliases: tuple[str, ...] = (),
+                options: dict[str, str] | None = None, args: tuple[int, int | None] = (0, 0),
                 raw_tail: bool = False, needs_session: bool = True, raw: bool = False) -> Callable[[Callable], Callable]:
         def register(func: Callable) -> Callable:
             cmd = Command(name, func, usage, summary, aliases, dict(options or {}), min_args=args[0],
@@ -57,7 +57,7 @@ class Registry:
 
         return register
 
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         return sorted(self.commands) + sorted(self._aliases)
 
     def lookup(self, name: str) -> Command:
@@ -82,8 +82,8 @@ class Registry:
                 raise UsageError(f":{cmd.name} needs more arguments", f"Usage: {cmd.usage}")
             return Invocation(cmd, args_raw, {})
         tokens = split_args(rest)
-        args: List[str] = []
-        opts: Dict[str, object] = {}
+        args: list[str] = []
+        opts: dict[str, object] = {}
         i = 0
         while i < len(tokens):
             token = tokens[i]
@@ -124,12 +124,12 @@ class Registry:
         return Invocation(cmd, args, opts)
 
 
-def split_args(text: str) -> List[str]:
+def split_args(text: str) -> list[str]:
     """Split on whitespace outside quotes and brackets."""
-    tokens: List[str] = []
-    current: List[str] = []
+    tokens: list[str] = []
+    current: list[str] = []
     depth = 0
-    quote: Optional[str] = None
+    quote: str | None = None
     escaped = False
     for ch in text:
         if quote:
@@ -166,9 +166,9 @@ def unquote(token: str) -> str:
     return token
 
 
-def split_commands(text: str) -> List[str]:
+def split_commands(text: str) -> list[str]:
     """Split `-c` text into commands: newlines always, ';' only between colon commands."""
-    out: List[str] = []
+    out: list[str] = []
     for line in text.splitlines():
         if line.lstrip().startswith(":"):
             out.extend(part.strip() for part in _split_semicolons(line) if part.strip())
@@ -177,7 +177,7 @@ def split_commands(text: str) -> List[str]:
     return out
 
 
-def _split_semicolons(line: str) -> List[str]:
+def _split_semicolons(line: str) -> list[str]:
     parts, current, quote, depth = [], [], None, 0
     for ch in line:
         if quote:

@@ -6,8 +6,9 @@ import datetime as _dt
 import decimal
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any
 
 from tabulate import tabulate
 
@@ -17,10 +18,10 @@ MARKER = "…"
 
 @dataclass
 class Table:
-    columns: List[str]
-    rows: List[Sequence[Any]]
-    title: Optional[str] = None
-    footer: Optional[str] = None
+    columns: list[str]
+    rows: list[Sequence[Any]]
+    title: str | None = None
+    footer: str | None = None
 
 
 @dataclass
@@ -72,7 +73,7 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((120, 40)).columns
 
 
-def render_table(table: Table, width: Optional[int] = None) -> str:
+def render_table(table: Table, width: int | None = None) -> str:
     width = width or terminal_width()
     texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
     limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 3)
@@ -86,7 +87,7 @@ def render_table(table: Table, width: Optional[int] = None) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def fit_widths(rows: List[Sequence[str]], budget: int, floor: int = 6) -> List[int]:
+def fit_widths(rows: list[Sequence[str]], budget: int, floor: int = 6) -> list[int]:
     """Column widths that fit `budget` characters: the widest columns give way first."""
     if not rows or not rows[0]:
         return []
@@ -97,7 +98,7 @@ def fit_widths(rows: List[Sequence[str]], budget: int, floor: int = 6) -> List[i
     return widths
 
 
-def render_vertical(table: Table, width: Optional[int] = None) -> str:
+def render_vertical(table: Table, width: int | None = None) -> str:
     width = width or terminal_width()
     label = max((len(c) for c in table.columns), default=0)
     out = []
@@ -142,7 +143,7 @@ def to_json(command: str, result: Result) -> str:
     return json.dumps(payload, default=str)
 
 
-def render(result: Result, fmt: str = "table", width: Optional[int] = None) -> str:
+def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
     if result is None:
         return ""
     if isinstance(result, list):
@@ -162,7 +163,7 @@ def rate(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def duration_ms(value: Optional[int]) -> str:
+def duration_ms(value: int | None) -> str:
     if value is None:
         return "-"
     return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"

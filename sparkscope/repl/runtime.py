@@ -12,8 +12,9 @@ import sys
 import threading
 import traceback
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Optional, TextIO
+from typing import Any, TextIO
 
 from ..client.errors import Cancelled, SparkscopeError, translate
 from . import commands as _commands  # noqa: F401 - registers the colon commands
@@ -28,18 +29,18 @@ class Cancel(Exception):
 
 
 class Executor:
-    def __init__(self, out: Optional[TextIO] = None, err: Optional[TextIO] = None, fmt: str = "table",
-                 interactive: bool = False, confirm: Optional[Callable[[str], bool]] = None):
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, fmt: str = "table",
+                 interactive: bool = False, confirm: Callable[[str], bool] | None = None):
         self._out = out
         self._err = err
         self.fmt = fmt
         self.interactive = interactive
         self.confirm = confirm or (lambda question: False)
-        self.namespace: Dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
-        self.last_traceback: Optional[str] = None
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.last_traceback: str | None = None
         self.exit_requested = False
-        self.format_override: Optional[str] = None
-        self._session_future: "Future" = Future()
+        self.format_override: str | None = None
+        self._session_future: Future = Future()
         self._remote_args = ""
 
     @property
@@ -134,9 +135,9 @@ class Executor:
 
     def _in_worker(self, work: Callable[[], Any]) -> Any:
         """Run `work` in a thread under an operation tag; Ctrl-C interrupts only that tag."""
-        box: Dict[str, Any] = {}
+        box: dict[str, Any] = {}
         tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
-        session_holder: List[Any] = []
+        session_holder: list[Any] = []
 
         def target() -> None:
             try:
@@ -256,7 +257,7 @@ class Executor:
         return True
 
     # -- leaving --------------------------------------------------------------------------------
-    def finish(self, detach: Optional[bool]) -> Optional[str]:
+    def finish(self, detach: bool | None) -> str | None:
         """Close the session. detach=None asks (interactive). Returns a message for the user."""
         if not self.connected:
             return None

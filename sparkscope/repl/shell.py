@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -55,13 +55,13 @@ class ShellCompleter(Completer):
     def __init__(self, executor: Executor):
         self.executor = executor
 
-    def _query_names(self) -> List[str]:
+    def _query_names(self) -> list[str]:
         session = self.executor.session_or_none()
         if session is None:
             return []
         return sorted({q.name for q in list(session._queries.values())})
 
-    def _dataframe_names(self) -> List[str]:
+    def _dataframe_names(self) -> list[str]:
         return sorted(k for k, v in list(self.executor.namespace.items())
                       if type(v).__name__ == "DataFrame" and not k.startswith("_"))
 
@@ -132,8 +132,11 @@ def _bindings(executor: Executor) -> KeyBindings:
         text = buffer.text
         if buffer.complete_state:
             buffer.complete_state = None
-        if is_complete(text) and (not text.rstrip("\n").count("\n") or text.endswith("\n")
-                                  or not _in_block(text)):
+        lines = text.split("\n")
+        if len(lines) > 1 and not lines[-1].strip():  # a blank line ends the block, as in python
+            buffer.text = text.rstrip() + "\n"
+            buffer.validate_and_handle()
+        elif is_complete(text) and (len(lines) == 1 or not _in_block(text)):
             buffer.validate_and_handle()
         else:
             buffer.insert_text("\n" + _indent_for(text))

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sparkscope.client.errors import (AnalysisError, ConfigError, QueryFailed, QueryNotFound, SparkscopeError,
-                                      UnsupportedOperation)
+from sparkscope.client.errors import (
+    AnalysisError,
+    ConfigError,
+    QueryFailed,
+    QueryNotFound,
+    SparkscopeError,
+    UnsupportedOperation,
+)
 
 
 def test_file_source_without_schema(ss, data_dir):

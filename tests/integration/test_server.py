@@ -49,7 +49,7 @@ def test_server_binds_loopback_only(server):
 
 
 def test_logs_prints_the_server_log(server):
-    out = run("server", "logs", "-n", "500")
+    out = run("server", "logs", "-n", "1000000")
     assert out.returncode == 0
     assert "Spark Connect server started at: 127.0.0.1:%d" % server.port in out.stdout
 

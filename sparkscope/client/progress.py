@@ -81,8 +81,8 @@ class Progress:
         sources = [
             SourceProgress(
                 description=str(src.get("description", "")),
-                start_offset=src.get("startOffset"),
-                end_offset=src.get("endOffset"),
+                start_offset=_offset(src.get("startOffset")),
+                end_offset=_offset(src.get("endOffset")),
                 input_rows=int(src.get("numInputRows", 0) or 0),
                 input_rows_per_second=_rate(src.get("inputRowsPerSecond")),
                 processed_rows_per_second=_rate(src.get("processedRowsPerSecond")),
@@ -95,9 +95,12 @@ class Progress:
             name=data.get("name"),
             timestamp=str(data.get("timestamp", "")),
             batch_id=int(data.get("batchId", -1)),
-            input_rows=int(data.get("numInputRows", 0) or 0),
-            input_rows_per_second=_rate(data.get("inputRowsPerSecond")),
-            processed_rows_per_second=_rate(data.get("processedRowsPerSecond")),
+            # lastProgress leaves the totals out (Scala derives them from the sources); events carry them.
+            input_rows=int(data.get("numInputRows", sum(src.input_rows for src in sources)) or 0),
+            input_rows_per_second=_rate(data.get("inputRowsPerSecond",
+                                                 sum(src.input_rows_per_second for src in sources))),
+            processed_rows_per_second=_rate(data.get("processedRowsPerSecond",
+                                                     sum(src.processed_rows_per_second for src in sources))),
             batch_duration_ms=durations.get("triggerExecution"),
             durations_ms=durations,
             watermark=(data.get("eventTime") or {}).get("watermark"),
@@ -113,4 +116,16 @@ def _rate(value: Any) -> float:
         number = float(value)
     except (TypeError, ValueError):
         return 0.0
-    return 0.0 if number != number else number  # NaN -> 0
+    if number != number:  # NaN
+        return 0.0
+    return round(number, 1)  # events round to one decimal, lastProgress does not: keep them comparable
+
+
+def _offset(value: Any) -> Any:
+    """Offsets are JSON; pyspark hands them over either parsed or still as JSON text."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

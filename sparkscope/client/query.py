@@ -113,7 +113,7 @@ class Query:
         if exc is None:
             return None
         full = str(exc)
-        short = _summarise(full)
+        short = summarise_error(full)
         return QueryError(short=short, full=full, error_class=getattr(exc, "getCondition", lambda: None)())
 
     # -- progress -----------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class Query:
         except Exception as exc:
             error = translate(exc)
             if isinstance(error, QueryFailed) or "StreamingQueryException" in type(exc).__name__:
-                raise QueryFailed(f"Query {self.name} failed: {_summarise(str(exc))}", "",
+                raise QueryFailed(f"Query {self.name} failed: {summarise_error(str(exc))}", "",
                                   type(exc).__name__) from exc
             raise error from exc
 
@@ -176,7 +176,7 @@ class Query:
         )
 
 
-def _summarise(text: str) -> str:
+def summarise_error(text: str) -> str:
     """The first meaningful line of a query exception, without JVM class prefixes."""
     for line in text.splitlines():
         line = line.strip()

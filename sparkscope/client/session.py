@@ -20,6 +20,7 @@ from .rows import Rows, fetch
 from .server import LocalServer
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .monitor import Monitor
     from pyspark.sql.connect.dataframe import DataFrame
     from pyspark.sql.connect.session import SparkSession
 
@@ -74,6 +75,7 @@ class Session:
         self._closed = False
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
+        self._monitor: Monitor | None = None
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -249,6 +251,16 @@ class Session:
                 del self._queries[qid]
         return len(gone)
 
+    @property
+    def monitor(self) -> Monitor:
+        """Live progress of every query of this session, pushed by a listener (started on first use)."""
+        from .monitor import Monitor
+
+        with self._lock:
+            if self._monitor is None:
+                self._monitor = Monitor(self)
+            return self._monitor.start()
+
     # -- reading --------------------------------------------------------------------------------
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
         """A batch DataFrame over what a query wrote (memory table, file path or table)."""
@@ -334,6 +346,8 @@ class Session:
             return
         self._closed = True
         self._stop_keepalive.set()
+        if self._monitor is not None:
+            self._monitor.close()
         if stop_queries:
             with contextlib.suppress(SparkscopeError):
                 self.stop_all()

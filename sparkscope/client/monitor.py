@@ -1,0 +1,319 @@
+"""Live query monitoring: push-based progress from one StreamingQueryListener per session.
+
+pyspark 4 streams listener events over one long-running call. The Monitor turns them into a
+bounded history per query (a ring buffer, so memory stays flat over hours) and fans them out to
+subscribers (the dashboard, `:tail`, alerts). Reading the history costs no RPC.
+
+pyspark drops every client listener, with only a warning, when that event stream breaks. A
+watchdog notices (a local check, no RPC), registers again, back-fills the missed batches from
+`recentProgress` and says so once. Where the listener cannot be registered at all, the Monitor
+polls instead: `streams.active` plus one `lastProgress` call per active query per interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .progress import Progress
+from .query import summarise_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .session import Session
+
+HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
+
+
+@dataclass(frozen=True)
+class Event:
+    """What subscribers receive. kind: started | progress | idle | terminated | notice."""
+
+    kind: str
+    query_id: str | None = None
+    name: str | None = None
+    progress: Progress | None = None
+    error: str | None = None
+    message: str | None = None
+    at: float = field(default_factory=time.time)
+
+
+@dataclass
+class Track:
+    """What the monitor knows about one query."""
+
+    id: str
+    name: str
+    state: str = "active"  # active | stopped | failed
+    error: str | None = None
+    idle_since: float | None = None
+    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY_SIZE))
+    updated_at: float = field(default_factory=time.time)
+
+    @property
+    def latest(self) -> Progress | None:
+        return self.history[-1] if self.history else None
+
+    def add(self, progress: Progress) -> bool:
+        """Keep `progress` unless this batch is already known; True when it was new."""
+        latest = self.latest
+        if latest is not None and (progress.batch_id, progress.timestamp) <= (latest.batch_id, latest.timestamp):
+            return False
+        self.history.append(progress)
+        self.updated_at = time.time()
+        self.idle_since = None
+        return True
+
+
+class Monitor:
+    """Push-based (or, as a fallback, polled) progress for every query of a session."""
+
+    def __init__(self, session: Session, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
+                 poll_interval: float = 1.0, watchdog_interval: float = 0.5):
+        self._session = session
+        self._history_size = history_size
+        self._use_listener = use_listener
+        self._poll_interval = poll_interval
+        self._watchdog_interval = watchdog_interval
+        self._tracks: dict[str, Track] = {}
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._listener: Any = None
+        self._thread: threading.Thread | None = None
+        self.mode = "stopped"  # listener | polling | stopped
+        self.reregistered = 0
+        self.notices: list[str] = []
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> Monitor:
+        if self.mode != "stopped":
+            return self
+        self._stop.clear()
+        self._seed()
+        if self._use_listener and self._register():
+            self.mode = "listener"
+            loop = self._watchdog
+        else:
+            if self._use_listener:
+                self._notice("Live events are not available from this server; polling every "
+                             f"{self._poll_interval:g} s instead")
+            self.mode = "polling"
+            loop = self._poll_loop
+        self._thread = threading.Thread(target=loop, name=f"sparkscope-monitor-{self.mode}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self.mode == "stopped":
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                self._session.spark.streams.removeListener(self._listener)
+            self._listener = None
+        self.mode = "stopped"
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    # -- reading (no RPC) ---------------------------------------------------------------------------
+    def tracks(self) -> list[Track]:
+        with self._lock:
+            return list(self._tracks.values())
+
+    def track(self, name_or_id: str) -> Track | None:
+        with self._lock:
+            tracks = list(self._tracks.values())
+        for track in reversed(tracks):
+            if name_or_id in (track.name, track.id):
+                return track
+        return None
+
+    def history(self, name_or_id: str) -> list[Progress]:
+        track = self.track(name_or_id)
+        return list(track.history) if track else []
+
+    # -- events ---------------------------------------------------------------------------------------
+    def _publish(self, event: Event) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            with contextlib.suppress(Exception):  # one broken consumer must not starve the others
+                callback(event)
+
+    def _notice(self, message: str) -> None:
+        self.notices.append(message)
+        self._publish(Event("notice", message=message))
+
+    def _track(self, query_id: str, name: str | None) -> Track:
+        with self._lock:
+            track = self._tracks.get(query_id)
+            if track is None:
+                track = Track(query_id, name or query_id[:8])
+                track.history = deque(maxlen=self._history_size)
+                self._tracks[query_id] = track
+            elif name:
+                track.name = name
+            return track
+
+    def on_started(self, query_id: str, name: str | None) -> None:
+        track = self._track(query_id, name)
+        track.state, track.error = "active", None
+        self._publish(Event("started", query_id, track.name))
+
+    def on_progress(self, progress: Progress) -> None:
+        track = self._track(progress.query_id, progress.name)
+        with self._lock:
+            track.state = "active"
+            is_new = track.add(progress)
+        if is_new:
+            self._publish(Event("progress", progress.query_id, track.name, progress=progress))
+
+    def on_idle(self, query_id: str) -> None:
+        track = self._track(query_id, None)
+        track.idle_since = track.idle_since or time.time()
+        self._publish(Event("idle", query_id, track.name))
+
+    def on_terminated(self, query_id: str, error: str | None) -> None:
+        track = self._track(query_id, None)
+        if track.state != "active" and track.error == error:
+            return
+        track.state = "failed" if error else "stopped"
+        track.error = summarise_error(error) if error else None
+        track.updated_at = time.time()
+        self._publish(Event("terminated", query_id, track.name, error=track.error))
+
+    # -- the listener -----------------------------------------------------------------------------
+    def _register(self) -> bool:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        monitor = self
+
+        class _Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                monitor.on_started(str(event.id), event.name)
+
+            def onQueryProgress(self, event: Any) -> None:
+                monitor.on_progress(Progress.from_json(json.loads(event.progress.json)))
+
+            def onQueryIdle(self, event: Any) -> None:
+                monitor.on_idle(str(event.id))
+
+            def onQueryTerminated(self, event: Any) -> None:
+                monitor.on_terminated(str(event.id), event.exception)
+
+        listener = _Listener()
+        streams = self._session.spark.streams
+        try:
+            streams.addListener(listener)  # pyspark swallows a failure here and only warns
+        except Exception:
+            return False
+        if not self._listener_healthy(listener):
+            return False
+        self._listener = listener
+        return True
+
+    def _listener_healthy(self, listener: Any = None) -> bool:
+        """A local check of pyspark's listener bus: our listener is on it and its event thread lives."""
+        bus = self._session.spark.streams._sqlb
+        thread = bus._execution_thread
+        return (listener or self._listener) in bus._listener_bus and thread is not None and thread.is_alive()
+
+    def _reset_bus(self) -> list[Any]:
+        """Make pyspark's bus forget the dead event stream, so adding a listener registers anew."""
+        bus = self._session.spark.streams._sqlb
+        with bus._lock:
+            if self._listener in bus._listener_bus:
+                bus._listener_bus.remove(self._listener)
+            others = list(bus._listener_bus)
+            bus._listener_bus.clear()
+            bus._execution_thread = None
+        return others
+
+    def _watchdog(self) -> None:
+        while not self._stop.wait(self._watchdog_interval):
+            if self._listener is None or self._listener_healthy():
+                continue
+            others = self._reset_bus()
+            if self._register():
+                bus = self._session.spark.streams._sqlb
+                with bus._lock:
+                    bus._listener_bus.extend(others)
+                self.reregistered += 1
+                filled = self._backfill()
+                if self.reregistered == 1:
+                    self._notice(f"The live event stream broke; listening again (back-filled {filled} "
+                                 f"batch{'es' if filled != 1 else ''} from recent progress)")
+            else:
+                self._notice("The live event stream broke and could not be re-opened; polling instead")
+                self.mode = "polling"
+                self._poll_loop()
+                return
+
+    # -- seeding, back-filling and polling ---------------------------------------------------------------
+    def _seed(self) -> None:
+        """Known queries and their recent history, before events start arriving."""
+        for query in self._session._adopt_active():
+            track = self._track(query.id, query.name)
+            with contextlib.suppress(Exception):
+                for progress in query.history:
+                    track.add(progress)
+        with self._session._lock:
+            known = list(self._session._queries.values())
+        for query in known:
+            if query._final_state is not None:
+                track = self._track(query.id, query.name)
+                track.state = query._final_state
+                track.error = query._final_error.short if query._final_error else None
+
+    def _backfill(self) -> int:
+        filled = 0
+        for query in self._session._adopt_active():
+            track = self._track(query.id, query.name)
+            with contextlib.suppress(Exception):
+                for progress in query.history:
+                    if track.add(progress):
+                        filled += 1
+                        self._publish(Event("progress", query.id, track.name, progress=progress))
+        return filled
+
+    def poll_once(self) -> None:
+        """One polling round: streams.active, then lastProgress per active query."""
+        spark = self._session.spark
+        active = {handle.id: handle for handle in spark.streams.active}
+        for query_id, handle in active.items():
+            track = self._track(query_id, handle.name)
+            if track.state != "active":
+                self.on_started(query_id, handle.name)
+            last = handle.lastProgress
+            if last is not None:
+                self.on_progress(Progress.from_json(json.loads(last.json)))
+        for track in self.tracks():
+            if track.state == "active" and track.id not in active:
+                query = self._session._queries.get(track.id)
+                failure = query.exception if query is not None else None
+                self.on_terminated(track.id, failure.full if failure else None)
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                self.poll_once()
+            self._stop.wait(self._poll_interval)
+
+

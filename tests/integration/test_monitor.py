@@ -1,0 +1,145 @@
+"""The monitor against a real server: pushed events, bounded history, a broken stream, polling."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from sparkscope.client.monitor import Monitor
+
+
+def wait_for(predicate, timeout=30.0, every=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+
+    def __call__(self, event):
+        with self.lock:
+            self.events.append(event)
+
+    def kinds(self, name=None):
+        with self.lock:
+            return [e.kind for e in self.events if name is None or e.name == name]
+
+    def batches(self, name):
+        with self.lock:
+            return [e.progress.batch_id for e in self.events if e.kind == "progress" and e.name == name]
+
+
+def break_event_stream(spark) -> None:
+    """Ask the server to end the listener's event stream, as a lost connection would."""
+    import pyspark.sql.connect.proto as pb2
+
+    command = pb2.Command()
+    command.streaming_query_listener_bus_command.remove_listener_bus_listener = True
+    spark.client.execute_command(command)
+
+
+@pytest.fixture
+def monitor(ss):
+    monitor = Monitor(ss).start()
+    yield monitor
+    monitor.close()
+    ss.stop_all()
+
+
+def test_started_progress_and_terminated_events_arrive_and_are_kept(ss, monitor):
+    seen = Recorder()
+    monitor.subscribe(seen)
+    assert monitor.mode == "listener"
+    query = ss.start(ss.source.rate(50), "mon_events", trigger="300 milliseconds")
+    wait_for(lambda: len(seen.batches("mon_events")) >= 3)
+    track = monitor.track("mon_events")
+    assert track.state == "active"
+    assert [p.batch_id for p in track.history][:3] == [0, 1, 2]
+    assert track.latest.input_rows_per_second >= 0
+    query.stop()
+    wait_for(lambda: "terminated" in seen.kinds("mon_events"))
+    assert seen.kinds("mon_events")[0] == "started"
+    assert monitor.track("mon_events").state == "stopped"
+
+
+def test_failed_query_is_reported_with_its_error(ss, monitor):
+    from pyspark.sql import functions as F
+
+    seen = Recorder()
+    monitor.subscribe(seen)
+    ss.start(ss.source.rate(20).select(F.expr("assert_true(value < 3)").alias("ok")), "mon_doomed")
+    wait_for(lambda: "terminated" in seen.kinds("mon_doomed"))
+    track = monitor.track("mon_doomed")
+    assert track.state == "failed"
+    assert track.error == "'(value < 3)' is not true!"
+    terminated = [e for e in seen.events if e.kind == "terminated" and e.name == "mon_doomed"]
+    assert terminated[0].error == "'(value < 3)' is not true!"
+
+
+def test_history_is_bounded(ss):
+    small = Monitor(ss, history_size=4).start()
+    try:
+        ss.start(ss.source.rate(10), "mon_bounded", trigger="200 milliseconds")
+        wait_for(lambda: small.track("mon_bounded") and small.track("mon_bounded").latest
+                 and small.track("mon_bounded").latest.batch_id >= 7)
+        history = small.history("mon_bounded")
+        assert len(history) == 4
+        assert [p.batch_id for p in history] == list(range(history[0].batch_id, history[0].batch_id + 4))
+    finally:
+        small.close()
+        ss.stop_all()
+
+
+def test_listener_is_registered_again_after_its_stream_breaks(ss, monitor):
+    seen = Recorder()
+    monitor.subscribe(seen)
+    ss.start(ss.source.rate(10), "mon_broken", trigger="300 milliseconds")
+    wait_for(lambda: len(seen.batches("mon_broken")) >= 2)
+    break_event_stream(ss.spark)
+    time.sleep(1.5)  # batches finish while nobody listens
+    wait_for(lambda: monitor.reregistered >= 1)
+    before = max(seen.batches("mon_broken"))
+    wait_for(lambda: max(seen.batches("mon_broken")) >= before + 3)
+    assert "notice" in seen.kinds()
+    assert monitor.notices[0].startswith("The live event stream broke; listening again (back-filled")
+    ids = [p.batch_id for p in monitor.history("mon_broken")]
+    assert ids == list(range(ids[0], ids[-1] + 1)), "the gap was not back-filled"
+    assert monitor.mode == "listener"
+
+
+def test_polling_gives_the_same_numbers_as_the_listener(ss, monitor):
+    polled = Monitor(ss, use_listener=False, poll_interval=0.2).start()
+    try:
+        assert polled.mode == "polling"
+        ss.start(ss.source.rate(10), "mon_polled", trigger="1 second")
+        wait_for(lambda: len(polled.history("mon_polled")) >= 2)
+        pushed = {p.batch_id: p for p in monitor.history("mon_polled")}
+        common = [p for p in polled.history("mon_polled") if p.batch_id in pushed]
+        assert common, "no batch seen by both"
+        for progress in common:
+            assert progress == pushed[progress.batch_id]
+        ss.query("mon_polled").stop()
+        wait_for(lambda: polled.track("mon_polled").state == "stopped")
+    finally:
+        polled.close()
+
+
+def test_idle_event_for_a_query_without_new_data(ss, monitor, data_dir):
+    seen = Recorder()
+    monitor.subscribe(seen)
+    ss.spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200")
+    try:
+        ss.start(ss.source.files("json", str(data_dir), schema="a INT"), "mon_idle", trigger="200 milliseconds")
+        wait_for(lambda: "idle" in seen.kinds("mon_idle"))
+        assert monitor.track("mon_idle").idle_since is not None
+    finally:
+        ss.spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")

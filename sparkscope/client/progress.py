@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 OPERATION_KEYS = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
@@ -129,3 +131,34 @@ def _offset(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_second", "processed_rows_per_second",
+               "batch_duration_ms") + tuple(f"{key}_ms" for key in OPERATION_KEYS) + (
+               "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark")
+
+
+def write_history(history: list[Progress], path: str | Path) -> int:
+    """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count."""
+    from .errors import ConfigError
+
+    target = Path(path).expanduser()
+    suffix = target.suffix.lower()
+    if suffix not in (".jsonl", ".ndjson", ".json", ".csv"):
+        raise ConfigError(f"Cannot tell the export format from '{target.name}'",
+                          "Name the file .jsonl (JSON lines) or .csv")
+    if not target.parent.is_dir():
+        raise ConfigError(f"The folder {target.parent} does not exist", "Create it or pick another path")
+    with target.open("w", newline="") as out:
+        if suffix == ".csv":
+            writer = csv.writer(out)
+            writer.writerow(CSV_COLUMNS)
+            for p in history:
+                writer.writerow([p.name or "", p.batch_id, p.timestamp, p.input_rows, p.input_rows_per_second,
+                                 p.processed_rows_per_second, "" if p.batch_duration_ms is None else p.batch_duration_ms]
+                                + [p.durations_ms.get(key, "") for key in OPERATION_KEYS]
+                                + [p.watermark or "", p.state_rows, p.state_memory_bytes, p.dropped_by_watermark])
+        else:
+            for p in history:
+                out.write(json.dumps(dict(p.raw), separators=(",", ":")) + "\n")
+    return len(history)

@@ -116,15 +116,27 @@ def redact(text: str) -> str:
     return ";".join(out)
 
 
-def load_profiles(path: Path | None = None) -> dict[str, dict]:
-    """Read `[profiles.NAME]` tables (and an optional top-level `default_profile`) from config.toml."""
-    path = path or config_file()
+def _read_config(path: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc})", "Fix the file or move it away") from None
+
+
+def setting(section: str, key: str, default: object, path: Path | None = None) -> object:
+    """One value from config.toml, e.g. setting("repl", "alerts", True) reads `[repl] alerts = …`."""
+    table = _read_config(path or config_file()).get(section, {})
+    return table.get(key, default) if isinstance(table, dict) else default
+
+
+def load_profiles(path: Path | None = None) -> dict[str, dict]:
+    """Read `[profiles.NAME]` tables (and an optional top-level `default_profile`) from config.toml."""
+    path = path or config_file()
+    data = _read_config(path)
+    if not data:
+        return {}
     profiles = data.get("profiles", {})
     if not isinstance(profiles, dict):
         raise ConfigError(f"'profiles' in {path} must be a table", "Write [profiles.NAME] sections")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from ..client.errors import UnsupportedOperation
+from ..client.progress import write_history
 from .registry import REGISTRY, UsageError, command
-from .render import Block, Message, Table, duration_ms, rate, short_id
+from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
 
 SINK_CHOICES = "memory|console|parquet|json|csv|orc|table"
 
@@ -58,7 +60,11 @@ def start(ctx, args, opts):
     if not hasattr(df, "writeStream"):
         raise UnsupportedOperation(f"'{args[-1]}' is a {type(df).__name__}, not a streaming DataFrame",
                                    "Build one from spark.readStream or ss.source.*")
-    query = ctx.session.start(df, name, opts.get("sink", "memory"), mode=opts.get("mode"),
+    sink = opts.get("sink", "memory")
+    tail_here = sink == "console" and ctx.interactive
+    if tail_here:  # Spark's console sink prints on the server, where a Connect client never sees it
+        sink = "memory"
+    query = ctx.session.start(df, name, sink, mode=opts.get("mode"),
                               trigger=opts.get("trigger"), checkpoint=opts.get("checkpoint"),
                               path=opts.get("path"), table=opts.get("table"),
                               options=_options(opts.get("option", [])))
@@ -68,6 +74,10 @@ def start(ctx, args, opts):
                                          "mode": query.mode, "trigger": str(query.trigger)})]
     if query.warning:
         results.append(Message(f"warning: {query.warning}"))
+    if tail_here:
+        ctx.live().tail(query)
+        results.append(Message("The console sink would print on the server, out of sight: writing to a memory "
+                               f"sink instead and printing each batch here (:tail --stop {name} ends that)"))
     return results
 
 
@@ -92,11 +102,24 @@ def _progress_row(name: str, p) -> list:
             (p.watermark or "-").replace("T", " ").replace(".000Z", ""), p.state_rows, p.dropped_by_watermark]
 
 
-@command("progress", ":progress [NAME] [--json] [--last N]", "Show the latest progress of one or all queries",
-         options={"json": "flag", "last": "value"}, args=(0, 1))
+@command("progress", ":progress [NAME] [--json] [--last N] [--chart] [--export FILE.jsonl|FILE.csv]",
+         "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
+         options={"json": "flag", "last": "value", "chart": "flag", "export": "value"}, args=(0, 1))
 def progress(ctx, args, opts):
     session = ctx.session
     last = _int(opts["last"], "batches") if "last" in opts else None
+    if opts.get("chart") or "export" in opts:
+        if not args:
+            what = "--chart" if opts.get("chart") else "--export"
+            raise UsageError(f":progress {what} needs a query name", f"Usage: :progress NAME {what}")
+        query = session.query(args[0])
+        history = session.monitor.history(query.id) or query.history
+        history = history[-last:] if last else history
+        if "export" in opts:
+            count = write_history(history, opts["export"])
+            return Message(f"Wrote {count} batch{'es' if count != 1 else ''} of {query.name} to {opts['export']}",
+                           {"batches": count, "path": str(opts["export"])})
+        return Block(progress_charts(query.name, history), data=[p.raw for p in history])
     targets = [session.query(args[0])] if args else [session.query(q.id) for q in session.queries()]
     if opts.get("json"):
         items = []
@@ -219,6 +242,68 @@ def schema(ctx, args, opts):
     rows = [[f.name, f.dataType.simpleString(), "yes" if f.nullable else "no"] for f in fields]
     return Table(["column", "type", "nullable"], rows,
                  footer=f"({len(rows)} columns, {'streaming' if streaming else 'batch'})")
+
+
+# -- live ---------------------------------------------------------------------------------------------
+@command("watch", ":watch [NAME…]", "A live full-screen dashboard of the queries (q leaves it)", args=(0, None),
+         fullscreen=True)
+def watch(ctx, args, opts):
+    from .dashboard import Dashboard
+
+    session = ctx.session
+    names = [session.query(name).name for name in args]
+    live = ctx.live()
+
+    def stop_query(name: str) -> str:
+        session.query(name).stop()
+        return f"stopped {name}"
+
+    dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}")
+    live.dashboard = dashboard
+    try:
+        dashboard.run()
+    finally:
+        live.dashboard = None
+    return None
+
+
+@command("tail", ":tail NAME [--follow] [--limit N] | :tail --stop [NAME]",
+         "Print each new micro-batch of a memory-sink query above the prompt, like the console sink",
+         options={"follow": "flag", "stop": "flag", "limit": "value"}, args=(0, 1))
+def tail(ctx, args, opts):
+    live = ctx.live()
+    if opts.get("stop"):
+        stopped = live.untail(args[0] if args else None)
+        if args and not stopped:
+            raise UsageError(f"{args[0]} is not being tailed", "See what is: :tail --stop stops them all")
+        return Message(f"Stopped tailing {', '.join(stopped)}" if stopped else "Nothing is being tailed")
+    if not args:
+        raise UsageError(":tail needs a query name", "Usage: :tail NAME [--follow] | :tail --stop [NAME]")
+    query = ctx.session.query(args[0])
+    if query.state != "active":
+        raise UsageError(f"{query.name} is not running ({query.state})", f"Start it again: :start {query.name}")
+    limit = _int(opts["limit"], "rows") if "limit" in opts else 20
+    feed = live.tail(query, limit)
+    if not opts.get("follow"):
+        return Message(f"Tailing {query.name}: each new batch prints above the prompt "
+                       f"(:tail --stop {query.name} ends it)")
+    ctx.on_cancel(lambda: f"Stopped tailing {query.name}" if live.untail(query.name) else None)
+    while feed.active:
+        time.sleep(0.1)
+    live.untail(query.name)
+    return Message(f"{query.name} ended ({query.state})")
+
+
+@command("alerts", ":alerts [on|off]", "Turn the one-line alerts above the prompt on or off", args=(0, 1))
+def alerts(ctx, args, opts):
+    live = ctx.live()
+    if args:
+        choice = args[0].lower()
+        if choice not in ("on", "off"):
+            raise UsageError(f"'{args[0]}' is not on or off", "Usage: :alerts on|off")
+        live.alerts_on = choice == "on"
+    return Message(f"Alerts are {'on' if live.alerts_on else 'off'} (failures, falling behind, slow batches, "
+                   "rows dropped by the watermark)", {"alerts": live.alerts_on})
 
 
 # -- SQL and session --------------------------------------------------------------------------------

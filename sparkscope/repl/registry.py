@@ -30,6 +30,7 @@ class Command:
     raw_tail: bool = False  # positional args after the first are one Python expression
     raw: bool = False  # everything after the name is one argument (SQL)
     needs_session: bool = True
+    fullscreen: bool = False  # takes over the terminal: runs on the main thread, interactive only
 
 
 @dataclass
@@ -46,10 +47,12 @@ class Registry:
 
     def command(self, name: str, usage: str, summary: str, *, aliases: tuple[str, ...] = (),
                 options: dict[str, str] | None = None, args: tuple[int, int | None] = (0, 0),
-                raw_tail: bool = False, needs_session: bool = True, raw: bool = False) -> Callable[[Callable], Callable]:
+                raw_tail: bool = False, needs_session: bool = True, raw: bool = False,
+                fullscreen: bool = False) -> Callable[[Callable], Callable]:
         def register(func: Callable) -> Callable:
             cmd = Command(name, func, usage, summary, aliases, dict(options or {}), min_args=args[0],
-                          max_args=args[1], raw_tail=raw_tail, raw=raw, needs_session=needs_session)
+                          max_args=args[1], raw_tail=raw_tail, raw=raw, needs_session=needs_session,
+                          fullscreen=fullscreen)
             self.commands[name] = cmd
             for alias in aliases:
                 self._aliases[alias] = name

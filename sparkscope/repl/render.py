@@ -155,6 +155,15 @@ def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
     return str(result)
 
 
+def progress_charts(name: str, history: list, width: int | None = None) -> str:
+    """`:progress NAME --chart`: the dashboard's charts, printed once."""
+    from .charts import progress_chart_lines
+
+    width = min(width or terminal_width(), 120)
+    span = f"batches {history[0].batch_id}–{history[-1].batch_id}" if history else "no batches yet"
+    return "\n".join([f"{name}: {span}", *progress_chart_lines(history, width - 1)])
+
+
 def error_line(error: BaseException) -> str:
     return f"error: {error}"
 

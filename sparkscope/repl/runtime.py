@@ -42,6 +42,8 @@ class Executor:
         self.format_override: str | None = None
         self._session_future: Future = Future()
         self._remote_args = ""
+        self._live: Any = None
+        self._cancel_hooks: list[Callable[[], str | None]] = []
 
     @property
     def out(self) -> TextIO:
@@ -76,6 +78,26 @@ class Executor:
 
         self.namespace.update({"spark": session.spark, "ss": session, "F": F, "T": T, "window": F.window,
                                "col": F.col, "expr": F.expr, "lit": F.lit})
+        if self.interactive:  # alerts above the prompt from the start
+            try:
+                self._start_live(session)
+            except SparkscopeError:
+                pass  # the session works without live events; :watch and :tail report the reason
+
+    def _start_live(self, session: Any) -> Any:
+        from .live import Live
+
+        if self._live is None:
+            self._live = Live(self, session)
+        return self._live
+
+    def live(self) -> Any:
+        """Alerts and tails for this session (started on first use)."""
+        return self._start_live(self.session)
+
+    def on_cancel(self, hook: Callable[[], str | None]) -> None:
+        """Run `hook` if the current command is cancelled with Ctrl-C; a returned text replaces the notice."""
+        self._cancel_hooks.append(hook)
 
     @property
     def session(self):
@@ -168,12 +190,24 @@ class Executor:
     def _run_command(self, line: str) -> bool:
         name = line[1:].split(" ", 1)[0]
         self.format_override = None
+        self._cancel_hooks = []
         try:
             invocation = REGISTRY.parse(line)
             if invocation.command.needs_session:
                 self._wait_for_session()
-            result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts))
+            if invocation.command.fullscreen:
+                if not self.interactive:
+                    raise UsageError(f":{invocation.command.name} needs an interactive terminal",
+                                     "In scripts use :progress, or :progress NAME --chart")
+                result = invocation.command.func(self, invocation.args, invocation.opts)
+            else:
+                result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts))
         except Cancel:
+            notes = [note for note in (hook() for hook in self._cancel_hooks) if note]
+            if notes:
+                self.out.write("\n".join(notes) + "\n")
+                self.out.flush()
+                return True
             self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
             return False
         except BaseException as exc:
@@ -262,6 +296,8 @@ class Executor:
         if not self.connected:
             return None
         session = self.session
+        if self._live is not None:
+            self._live.close()
         try:
             running = [q.name for q in session._adopt_active()]
         except SparkscopeError:

@@ -64,3 +64,38 @@ def repl(remote_url):
                 child.expect(pexpect.EOF, timeout=30)
         except pexpect.TIMEOUT:
             child.terminate(force=True)
+
+
+class Screen:
+    """What the terminal shows, rebuilt by a VT100 emulator (pyte) from the child's output: needed for
+    full-screen views, which redraw only the cells that change."""
+
+    def __init__(self, child: pexpect.spawn, rows: int = 40, cols: int = 160):
+        import pyte
+
+        self.child = child
+        self.screen = pyte.Screen(cols, rows)
+        self.stream = pyte.Stream(self.screen)
+
+    def pump(self, seconds: float = 0.2) -> None:
+        try:
+            self.stream.feed(self.child.read_nonblocking(100_000, timeout=seconds))
+        except pexpect.TIMEOUT:
+            pass
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def line_with(self, word: str) -> str | None:
+        return next((line for line in self.screen.display if word in line), None)
+
+    def wait_for(self, predicate, timeout: float = 30, what: str = "") -> str:
+        import time
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            self.pump()
+            if predicate(self.text):
+                return self.text
+        raise AssertionError(f"timed out waiting for {what or predicate}; the screen shows:\n{self.text}")

@@ -1,0 +1,98 @@
+"""Alert rules over monitor events. Pure logic: events in, one-line alerts out.
+
+- a query terminated with an exception (with the short error);
+- a query falling behind: processed rows/s below input rows/s for several batches in a row;
+- a batch that took longer than the trigger interval;
+- rows dropped by the watermark.
+The last two repeat at most once a minute per query, so a steady problem does not flood the screen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .monitor import Event
+
+BEHIND_BATCHES = 3
+REPEAT_AFTER = 60.0
+
+
+@dataclass(frozen=True)
+class Alert:
+    query: str | None
+    kind: str  # failed | behind | slow | dropped | notice
+    text: str
+
+    def __str__(self) -> str:
+        return f"alert: {self.text}" if self.kind != "notice" else f"note: {self.text}"
+
+
+@dataclass
+class _QueryState:
+    behind_streak: int = 0
+    behind_reported: bool = False
+    last_said: dict[str, float] = field(default_factory=dict)
+
+
+class AlertRules:
+    """Feed every monitor event to `feed`; it returns the alerts that event raises."""
+
+    def __init__(self, trigger_seconds: Callable[[str], float | None] = lambda name: None, *,
+                 behind_batches: int = BEHIND_BATCHES, repeat_after: float = REPEAT_AFTER,
+                 clock: Callable[[], float] = time.time):
+        self._trigger_seconds = trigger_seconds
+        self._behind_batches = behind_batches
+        self._repeat_after = repeat_after
+        self._clock = clock
+        self._queries: dict[str, _QueryState] = {}
+
+    def _state(self, name: str) -> _QueryState:
+        return self._queries.setdefault(name, _QueryState())
+
+    def _rate_limited(self, name: str, kind: str) -> bool:
+        state = self._state(name)
+        now = self._clock()
+        last = state.last_said.get(kind)
+        if last is not None and now - last < self._repeat_after:
+            return True
+        state.last_said[kind] = now
+        return False
+
+    def feed(self, event: Event) -> list[Alert]:
+        name = event.name or (event.query_id or "")[:8]
+        if event.kind == "notice":
+            return [Alert(None, "notice", event.message or "")]
+        if event.kind == "terminated" and event.error:
+            return [Alert(name, "failed", f"{name} failed: {event.error} (details: :exception {name})")]
+        if event.kind == "started":
+            self._queries.pop(name, None)
+            return []
+        if event.kind != "progress" or event.progress is None:
+            return []
+        return self._progress_alerts(name, event.progress)
+
+    def _progress_alerts(self, name: str, p) -> list[Alert]:
+        alerts: list[Alert] = []
+        state = self._state(name)
+        if p.input_rows > 0 and p.processed_rows_per_second < p.input_rows_per_second:
+            state.behind_streak += 1
+        else:
+            state.behind_streak = 0
+            state.behind_reported = False
+        if state.behind_streak >= self._behind_batches and not state.behind_reported:
+            state.behind_reported = True
+            alerts.append(Alert(name, "behind", f"{name} is falling behind: processing "
+                                f"{p.processed_rows_per_second:,.1f} rows/s of {p.input_rows_per_second:,.1f} "
+                                f"arriving ({state.behind_streak} batches in a row)"))
+        trigger = self._trigger_seconds(name)
+        if (trigger and p.batch_duration_ms is not None and p.batch_duration_ms > trigger * 1000
+                and not self._rate_limited(name, "slow")):
+            alerts.append(Alert(name, "slow", f"{name}: batch {p.batch_id} took {p.batch_duration_ms / 1000:.1f} s, "
+                                f"longer than its {trigger:g} s trigger"))
+        if p.dropped_by_watermark > 0 and not self._rate_limited(name, "dropped"):
+            alerts.append(Alert(name, "dropped", f"{name}: the watermark dropped {p.dropped_by_watermark} late "
+                                f"row{'s' if p.dropped_by_watermark != 1 else ''} in batch {p.batch_id}"
+                                + (f" (watermark {p.watermark})" if p.watermark else "")))
+        return alerts

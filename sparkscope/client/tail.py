@@ -1,0 +1,124 @@
+"""Console-sink output on the client: each new micro-batch of a memory-sink query, as rows.
+
+Spark's console sink prints on the server's stdout, which a Spark Connect client never sees. A
+Tail listens to the monitor and, after each batch, reads what that batch wrote to the memory
+table: in append and update mode the rows added since the last batch (the memory sink appends
+them in batch order), in complete mode the whole result. Reading happens on the Tail's own
+thread, so the monitor's event thread never waits on the server.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import SparkscopeError, UnsupportedOperation, translate
+from .monitor import Event
+from .rows import Rows, fetch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .query import Query
+    from .session import Session
+
+
+@dataclass(frozen=True)
+class TailBatch:
+    query: str
+    batch_id: int
+    rows: Rows
+    total: int  # rows the batch produced (complete mode: rows in the result)
+    mode: str
+
+    @property
+    def more(self) -> int:
+        return max(0, self.total - len(self.rows.rows))
+
+
+class Tail:
+    def __init__(self, session: Session, query: Query, on_batch: Callable[[TailBatch], None],
+                 on_error: Callable[[str], None] | None = None, limit: int = 20):
+        if query.sink != "memory":
+            raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only memory-sink queries "
+                                       "can be tailed", f"Start it with the memory sink: :start {query.name}")
+        self.session = session
+        self.query = query
+        self.limit = limit
+        self._on_batch = on_batch
+        self._on_error = on_error or (lambda message: None)
+        self._events: queue.Queue[Event | None] = queue.Queue()
+        self._seen_rows = 0
+        self._last_batch = -1
+        self._unsubscribe: Callable[[], None] | None = None
+        self._thread: threading.Thread | None = None
+        self.active = False
+
+    def start(self) -> Tail:
+        table = self.session.spark.table(self.query.name)
+        self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
+        latest = self.query.progress
+        self._last_batch = latest.batch_id if latest else -1
+        self.active = True
+        self._thread = threading.Thread(target=self._run, name=f"sparkscope-tail-{self.query.name}", daemon=True)
+        self._thread.start()
+        self._unsubscribe = self.session.monitor.subscribe(self._on_event)
+        return self
+
+    def stop(self) -> None:
+        if not self.active:
+            return
+        self.active = False
+        if self._unsubscribe:
+            self._unsubscribe()
+        self._events.put(None)
+
+    def _on_event(self, event: Event) -> None:
+        if event.query_id != self.query.id:
+            return
+        if event.kind in ("progress", "terminated"):
+            self._events.put(event)
+
+    def _run(self) -> None:
+        while True:
+            event = self._events.get()
+            if event is None:
+                return
+            if event.kind == "terminated":
+                self.active = False
+                if self._unsubscribe:
+                    self._unsubscribe()
+                return
+            progress = event.progress
+            if progress is None or progress.batch_id <= self._last_batch:
+                continue
+            self._last_batch = progress.batch_id
+            try:
+                batch = self._read(progress.batch_id, progress.input_rows)
+            except SparkscopeError as exc:
+                self._on_error(f"tail {self.query.name}: {exc}")
+                continue
+            except Exception as exc:
+                self._on_error(f"tail {self.query.name}: {translate(exc)}")
+                continue
+            if batch is not None:
+                self._on_batch(batch)
+
+    def _count(self, table) -> int:
+        return int(table.count())
+
+    def _read(self, batch_id: int, input_rows: int) -> TailBatch | None:
+        table = self.session.spark.table(self.query.name)
+        if self.query.mode == "complete":
+            if input_rows == 0 and batch_id > 0:
+                return None  # nothing arrived, so the result did not change
+            total = self._count(table)
+            return TailBatch(self.query.name, batch_id, fetch(table, self.limit), total, "complete")
+        total = self._count(table)
+        new = total - self._seen_rows
+        if new <= 0:
+            return None
+        rows = fetch(table.offset(self._seen_rows), min(new, self.limit))
+        self._seen_rows = total
+        return TailBatch(self.query.name, batch_id, rows, new, self.query.mode)

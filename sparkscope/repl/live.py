@@ -1,0 +1,94 @@
+"""The REPL's live side: alerts and tailed batches printed above the prompt while the user types.
+
+Everything here reacts to monitor events. Output goes to the executor's stdout, which the shell
+routes above the prompt (prompt-toolkit's patch_stdout); while `:watch` owns the screen, alerts go
+to the dashboard's footer instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..client.alerts import AlertRules
+from ..client.monitor import Event
+from ..client.remote import setting
+from ..client.tail import Tail, TailBatch
+from .render import Table, render
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..client.query import Query
+    from .runtime import Executor
+
+
+class Live:
+    def __init__(self, executor: Executor, session: Any):
+        self.executor = executor
+        self.session = session
+        try:
+            self.alerts_on = bool(setting("repl", "alerts", True))
+        except Exception:  # a broken config file is reported where profiles are read
+            self.alerts_on = True
+        self.tails: dict[str, Tail] = {}
+        self.dashboard: Any = None
+        self._rules = AlertRules(self._trigger_seconds)
+        self._lock = threading.Lock()
+        self._unsubscribe = session.monitor.subscribe(self._on_event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        for tail in list(self.tails.values()):
+            tail.stop()
+
+    # -- alerts ---------------------------------------------------------------------------------------
+    def _trigger_seconds(self, name: str) -> float | None:
+        for query in reversed(list(self.session._queries.values())):
+            if query.name == name and query.trigger.kind == "processing":
+                return query.trigger.seconds
+        return None
+
+    def _on_event(self, event: Event) -> None:
+        alerts = self._rules.feed(event)  # always fed, so streaks are right when alerts come back on
+        if self.alerts_on:
+            for alert in alerts:
+                self.say(str(alert))
+
+    def say(self, text: str) -> None:
+        dashboard = self.dashboard
+        if dashboard is not None:
+            dashboard.message = text
+            dashboard.app.invalidate()
+            return
+        with self._lock:
+            out = self.executor.out
+            out.write(text + "\n")
+            out.flush()
+
+    # -- tails ------------------------------------------------------------------------------------------
+    def tail(self, query: Query, limit: int = 20) -> Tail:
+        existing = self.tails.get(query.name)
+        if existing is not None and existing.active and existing.query.id == query.id:
+            return existing
+        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit).start()
+        self.tails[query.name] = tail
+        return tail
+
+    def untail(self, name: str | None = None) -> list[str]:
+        names = [name] if name else list(self.tails)
+        stopped = []
+        for key in names:
+            tail = self.tails.pop(key, None)
+            if tail is not None:
+                tail.stop()
+                stopped.append(key)
+        return stopped
+
+    def _print_batch(self, batch: TailBatch) -> None:
+        if self.dashboard is not None:
+            self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")
+            return
+        more = f" (and {batch.more} more)" if batch.more else ""
+        what = "rows in the result" if batch.mode == "complete" else "new rows"
+        table = Table(batch.rows.columns, batch.rows.rows, title=f"Batch: {batch.batch_id} ({batch.query})",
+                      footer=f"({batch.total} {what}{more})")
+        self.say(render(table))

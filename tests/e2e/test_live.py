@@ -1,0 +1,71 @@
+"""Live monitoring in the real REPL: the :watch dashboard, :tail while typing, alerts above the prompt."""
+
+from __future__ import annotations
+
+import re
+
+from tests.e2e.conftest import Screen
+
+
+def batch_of(screen: Screen, name: str) -> int:
+    line = screen.line_with(f" {name} ")
+    match = re.search(rf"\s{name}\s+\w+\s+(\d+)\s", line or "")
+    return int(match.group(1)) if match else -1
+
+
+def test_watch_shows_two_queries_updating_opens_details_and_stops_one(repl):
+    repl.run("fast = ss.source.rate(20)")
+    repl.run("slow = ss.source.rate(5)")
+    assert "Started fast" in repl.run(":start fast --trigger 500ms")
+    assert "Started slow" in repl.run(":start slow --trigger 500ms")
+    repl.child.send(":watch\r")
+    screen = Screen(repl.child)
+    screen.wait_for(lambda t: "sparkscope :watch" in t and batch_of(screen, "fast") >= 0
+                    and batch_of(screen, "slow") >= 0, what="both queries listed")
+    first = {name: batch_of(screen, name) for name in ("fast", "slow")}
+    screen.wait_for(lambda t: all(batch_of(screen, n) > first[n] for n in first), what="both rows to update")
+    repl.child.send("\r")  # details of the selected (first) query
+    screen.wait_for(lambda t: "Rows per second" in t and "Operation durations" in t and "addBatch" in t,
+                    what="the detail view")
+    repl.child.send("q")
+    screen.wait_for(lambda t: "Rows per second" not in t and "state rows" in t, what="the list again")
+    repl.child.send("j")  # select `slow`
+    repl.child.send("s")
+    screen.wait_for(lambda t: "Stop slow? [y/n]" in t, what="the stop question")
+    repl.child.send("y")
+    screen.wait_for(lambda t: re.search(r"slow\s+stopped", t), what="slow to be stopped")
+    assert re.search(r"fast\s+active", screen.text)
+    repl.child.send("q")
+    out = repl.prompt()
+    listed = repl.run(":queries")
+    assert re.search(r"\|\s*slow\s*\|\s*\w+\s*\|\s*stopped", listed), listed + out
+    assert re.search(r"\|\s*fast\s*\|\s*\w+\s*\|\s*active", listed), listed
+
+
+def test_tail_prints_batches_while_a_typed_command_still_works(repl):
+    repl.run("ticks = ss.source.rate(4)")
+    repl.run(":start ticks --trigger 1s")
+    out = repl.run(":tail ticks")
+    assert "Tailing ticks: each new batch prints above the prompt" in out
+    text = repl.expect(r"Batch: \d+ \(ticks\)", timeout=30)
+    repl.prompt()
+    answer = repl.run("6 * 7")
+    assert "42" in answer
+    more = repl.expect(r"Batch: \d+ \(ticks\)[\s\S]*?new rows", timeout=30)
+    assert "| timestamp" in more and "| value" in more, more
+    assert "Stopped tailing ticks" in repl.run(":tail --stop ticks")
+    assert text is not None
+
+
+def test_alert_appears_for_a_query_that_fails(repl):
+    repl.run("doomed = ss.source.rate(20).select(F.expr('assert_true(value < 3)').alias('ok'))")
+    repl.run(":start doomed")
+    alert = repl.expect(r"alert: doomed failed: [^\r\n]*", timeout=60)
+    assert "alert: doomed failed: '(value < 3)' is not true! (details: :exception doomed)" in alert
+    assert "42" in repl.run("6 * 7")
+
+
+def test_watch_refuses_outside_a_terminal_and_tail_needs_a_name(repl):
+    assert "error: :tail needs a query name. Usage: :tail NAME [--follow] | :tail --stop [NAME]" in repl.run(":tail")
+    assert "error: No query named 'nope'" in repl.run(":watch nope")
+    assert "error: 'maybe' is not on or off. Usage: :alerts on|off" in repl.run(":alerts maybe")

@@ -1,0 +1,134 @@
+"""Fast tests of the monitoring logic: alert rules, charts, progress export and normalisation."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from sparkscope.client.alerts import AlertRules
+from sparkscope.client.errors import ConfigError
+from sparkscope.client.monitor import Event, Track
+from sparkscope.client.progress import Progress, write_history
+from sparkscope.repl.charts import compact, line_chart, sparkline
+from sparkscope.repl.render import progress_charts
+
+
+def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None):
+    return Progress.from_json({
+        "id": "id-1", "runId": "r", "name": name, "timestamp": f"2026-01-01T00:00:{batch:02d}.000Z",
+        "batchId": batch, "numInputRows": rows, "inputRowsPerSecond": inp, "processedRowsPerSecond": proc,
+        "durationMs": {"triggerExecution": duration, "addBatch": duration - 50},
+        "eventTime": {"watermark": watermark} if watermark else {},
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 7, "numRowsDroppedByWatermark": dropped}],
+        "sources": [], "sink": {"description": "MemorySink"},
+    })
+
+
+def event(p):
+    return Event("progress", "id-1", p.name, progress=p)
+
+
+def test_failure_alert_names_the_error_and_where_to_look():
+    rules = AlertRules()
+    alerts = rules.feed(Event("terminated", "id-1", "counts", error="boom"))
+    assert [str(a) for a in alerts] == ["alert: counts failed: boom (details: :exception counts)"]
+    assert rules.feed(Event("terminated", "id-1", "counts", error=None)) == []
+
+
+def test_falling_behind_needs_three_batches_in_a_row_and_is_said_once():
+    rules = AlertRules()
+    behind = [rules.feed(event(progress(b, inp=100.0, proc=60.0))) for b in range(5)]
+    assert [len(a) for a in behind] == [0, 0, 1, 0, 0]
+    assert str(behind[2][0]) == ("alert: q is falling behind: processing 60.0 rows/s of 100.0 arriving "
+                                 "(3 batches in a row)")
+    rules.feed(event(progress(5, inp=100.0, proc=150.0)))  # caught up
+    again = [rules.feed(event(progress(b, inp=100.0, proc=60.0))) for b in range(6, 9)]
+    assert [len(a) for a in again] == [0, 0, 1]
+
+
+def test_slow_batch_compares_with_the_trigger_and_repeats_at_most_once_a_minute():
+    now = [1000.0]
+    rules = AlertRules(lambda name: 5.0 if name == "q" else None, clock=lambda: now[0])
+    assert rules.feed(event(progress(1, duration=4000))) == []
+    slow = rules.feed(event(progress(2, duration=6200)))
+    assert [str(a) for a in slow] == ["alert: q: batch 2 took 6.2 s, longer than its 5 s trigger"]
+    assert rules.feed(event(progress(3, duration=7000))) == []
+    now[0] += 61
+    assert len(rules.feed(event(progress(4, duration=7000)))) == 1
+    assert AlertRules().feed(event(progress(1, duration=99_000))) == []  # no trigger interval known
+
+
+def test_rows_dropped_by_the_watermark():
+    rules = AlertRules()
+    alerts = rules.feed(event(progress(3, dropped=2, watermark="2024-01-01T10:00:00.000Z")))
+    assert [str(a) for a in alerts] == [
+        "alert: q: the watermark dropped 2 late rows in batch 3 (watermark 2024-01-01T10:00:00.000Z)"]
+
+
+def test_notice_is_a_note():
+    assert [str(a) for a in AlertRules().feed(Event("notice", message="polling instead"))] == ["note: polling instead"]
+
+
+def test_track_keeps_a_bounded_history_without_duplicates():
+    track = Track("id-1", "q")
+    for batch in range(700):
+        track.add(progress(batch % 60 + (batch // 60) * 60))
+    assert len(track.history) == 600
+    assert not track.add(progress(699))  # already known
+    assert track.latest.batch_id == 699
+
+
+def test_progress_from_last_progress_json_derives_totals_and_rounds_rates():
+    polled = Progress.from_json({"batchId": 1, "sources": [
+        {"description": "a", "startOffset": "0", "endOffset": "{\"p\": 1}", "numInputRows": 10,
+         "inputRowsPerSecond": 6.4557, "processedRowsPerSecond": 14.66},
+        {"description": "b", "numInputRows": 5, "inputRowsPerSecond": 1.0, "processedRowsPerSecond": 2.0}]})
+    assert (polled.input_rows, polled.input_rows_per_second, polled.processed_rows_per_second) == (15, 7.5, 16.7)
+    assert polled.sources[0].start_offset == 0 and polled.sources[0].end_offset == {"p": 1}
+    assert Progress.from_json({"inputRowsPerSecond": "NaN"}).input_rows_per_second == 0.0
+
+
+def test_export_json_lines_and_csv(tmp_path):
+    history = [progress(0), progress(1, rows=3)]
+    assert write_history(history, tmp_path / "h.jsonl") == 2
+    lines = (tmp_path / "h.jsonl").read_text().splitlines()
+    assert [json.loads(line)["batchId"] for line in lines] == [0, 1]
+    write_history(history, tmp_path / "h.csv")
+    rows = list(csv.DictReader((tmp_path / "h.csv").open()))
+    assert [(r["batch_id"], r["input_rows"], r["batch_duration_ms"], r["addBatch_ms"], r["state_rows"])
+            for r in rows] == [("0", "100", "500", "450", "7"), ("1", "3", "500", "450", "7")]
+
+
+@pytest.mark.parametrize("name,message", [("h.txt", "Cannot tell the export format from 'h.txt'"),
+                                          ("missing/h.csv", "does not exist")])
+def test_export_bad_paths(tmp_path, name, message):
+    with pytest.raises(ConfigError, match=message):
+        write_history([progress(0)], tmp_path / name)
+
+
+def test_sparkline_scales_to_the_top_and_pads_to_width():
+    assert sparkline([0, 4, 8], 5) == "  ▁▄█"
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8, 9], 3) == "▆▇█"
+    assert sparkline([], 3) == "   "
+    assert sparkline([0, 0], 2) == "▁▁"
+
+
+def test_line_chart_axes_labels_and_legend():
+    lines = line_chart({"input": [0, 50, 100], "processed": [0, 100, 100]}, width=20, height=3, unit="rows/s",
+                       x_labels=("batch 0", "batch 2"))
+    assert lines[0].startswith("   100 ┤") and lines[2].startswith("     0 ┤")
+    assert lines[3].startswith("       └" + "─" * 12)
+    assert lines[4] == "        batch 0 batch 2"
+    assert lines[-1].strip() == "● input   ○ processed   (rows/s)"
+    assert "●" in lines[2] and "○" in lines[0]
+    assert compact(950) == "950" and compact(1234) == "1.2k" and compact(35_000_000) == "35M"
+
+
+def test_progress_charts_for_no_history_and_some():
+    assert progress_charts("q", [], width=80).splitlines() == ["q: no batches yet",
+                                                               "No progress yet: a query reports after its first batch."]
+    text = progress_charts("q", [progress(0), progress(1)], width=80)
+    assert text.splitlines()[0] == "q: batches 0–1"
+    assert "Rows per second" in text and "Batch duration" in text and "addBatch" in text

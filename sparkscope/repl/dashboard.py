@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.key_binding import KeyBindings
@@ -35,7 +36,7 @@ STYLE = Style.from_dict({"title": "reverse bold", "header": "bold", "selected": 
 
 class Dashboard:
     def __init__(self, monitor: Monitor, names: list[str] | None, stop_query: Callable[[str], str],
-                 title: str = "sparkscope :watch"):
+                 title: str = "sparkscope :watch", output: Any = None, input: Any = None):
         self.monitor = monitor
         self.names = names or None
         self.stop_query = stop_query
@@ -47,7 +48,7 @@ class Dashboard:
         self.message = ""
         self._frozen: list[Track] | None = None
         self.app = Application(layout=self._layout(), key_bindings=self._keys(), full_screen=True, style=STYLE,
-                               refresh_interval=1.0, mouse_support=False)
+                               refresh_interval=1.0, min_redraw_interval=0.5, mouse_support=False, output=output, input=input)
 
     # -- data ---------------------------------------------------------------------------------------
     def tracks(self) -> list[Track]:

@@ -1,0 +1,79 @@
+"""Shared pieces of the benchmarks: a private server on a free port, medians, an RPC counter."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@contextlib.contextmanager
+def private_server() -> Iterator[str]:
+    """A fresh embedded server in a temporary home on a free port; stopped (by pid) afterwards."""
+    from sparkscope.client.server import LocalServer, free_port
+
+    with tempfile.TemporaryDirectory() as home:
+        server = LocalServer(Path(home))
+        info = server.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+        try:
+            yield f"sc://localhost:{info.port}"
+        finally:
+            server.stop()
+
+
+def median_time(fn: Callable[[], object], runs: int = 5) -> float:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+class RpcCounter:
+    """Counts the gRPC calls one pyspark Connect client makes, by wrapping its stub's methods."""
+
+    ACKS = ("ReleaseExecute",)  # sent by pyspark after each streamed response, asynchronously
+
+    def __init__(self, spark) -> None:
+        self.count = 0
+        self.by_method: dict[str, int] = {}
+        self._lock = threading.Lock()
+        stub = spark.client._stub
+        for name in dir(stub):
+            method = getattr(stub, name)
+            if name[:1].isupper() and callable(method):
+                wrapped = self._wrap(method)
+                wrapped.rpc = name
+                setattr(stub, name, wrapped)
+
+    def _wrap(self, method):
+        name = getattr(method, "_method", None) or getattr(method, "__name__", "")
+
+        def counted(*args, **kwargs):
+            with self._lock:
+                self.by_method[counted.rpc] = self.by_method.get(counted.rpc, 0) + 1
+                if counted.rpc not in self.ACKS:
+                    self.count += 1
+            return method(*args, **kwargs)
+
+        counted.rpc = name
+
+        return counted
+
+    def acks(self) -> int:
+        return sum(self.by_method.get(name, 0) for name in self.ACKS)
+
+    def rate_over(self, seconds: float) -> tuple[float, float]:
+        """(requests per second, acknowledgements per second) over the next `seconds`."""
+        before, before_acks = self.count, self.acks()
+        time.sleep(seconds)
+        return (self.count - before) / seconds, (self.acks() - before_acks) / seconds

@@ -163,9 +163,10 @@ class Query:
     def stop(self) -> None:
         self._call(self._handle.stop)
 
-    def info(self) -> QueryInfo:
-        state = self.state
-        last = self.progress
+    def info(self, active: bool | None = None, latest: Progress | None = None) -> QueryInfo:
+        """One row of `ss.queries()`; the caller may already know whether it is active and its last progress."""
+        state = "active" if active else self.state
+        last = latest if latest is not None else self.progress
         error = self._final_error.short if self._final_error else None
         return QueryInfo(
             name=self.name, id=self.id, state=state, sink=self.sink, mode=self.mode, trigger=str(self.trigger),

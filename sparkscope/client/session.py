@@ -186,7 +186,8 @@ class Session:
         active = self._call(lambda: self.spark.streams.active)
         with self._lock:
             for handle in active:
-                if handle.id not in self._queries or not self._queries[handle.id].is_active:
+                known = self._queries.get(handle.id)
+                if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
                     self._queries[handle.id] = Query(handle, name=handle.name or handle.id[:8],
                                                      sink=_sink_of(handle))
             active_ids = {h.id for h in active}
@@ -218,11 +219,20 @@ class Session:
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
     def queries(self) -> list[QueryInfo]:
-        """Every query of this session: active ones and those that stopped or failed (until reset)."""
-        self._adopt_active()
+        """Every query of this session: active ones and those that stopped or failed (until reset).
+
+        One RPC lists the active queries; their last progress comes from the monitor when it is
+        listening (no RPC), otherwise one lastProgress call each.
+        """
+        active = {q.id for q in self._adopt_active()}
         with self._lock:
             known = list(self._queries.values())
-        return [q.info() for q in known]
+        monitor = self._monitor if self._monitor is not None and self._monitor.mode == "listener" else None
+        infos = []
+        for query in known:
+            track = monitor.track(query.id) if monitor and query.id in active else None
+            infos.append(query.info(active=query.id in active, latest=track.latest if track else None))
+        return infos
 
     # -- managing -------------------------------------------------------------------------------
     def stop_all(self) -> list[str]:

@@ -186,13 +186,18 @@ def repl_main(args) -> int:
     executor = Executor(fmt=args.format, interactive=True)
     if not args.debug:
         _quiet_stderr()
-    executor.connect_in_background(_opener(args))
     from .shell import run_shell
 
-    if args.init:
+    def connect() -> None:
+        executor.connect_in_background(_opener(args))
+        _report_connection_later(executor)
+
+    if args.init:  # the init script needs the session before the prompt
+        connect()
         _run_file(executor, args.init)
-    _report_connection_later(executor)
-    return run_shell(executor, display, color=not args.no_color and "NO_COLOR" not in os.environ)
+    # Otherwise draw the prompt first: importing pyspark in parallel would slow the first draw.
+    return run_shell(executor, display, color=not args.no_color and "NO_COLOR" not in os.environ,
+                     on_first_draw=None if args.init else connect)
 
 
 def _report_connection_later(executor) -> None:

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabulate import tabulate
-
 FORMATS = ("table", "json", "vertical")
 MARKER = "…"
 
@@ -79,6 +77,8 @@ def render_table(table: Table, width: int | None = None) -> str:
     limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 3)
     rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
     headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
+    from tabulate import tabulate  # imported on first use: it is not needed to draw the first prompt
+
     body = tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True) if headers else ""
     parts = [table.title] if table.title else []
     parts.append(body)

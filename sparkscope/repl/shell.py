@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -160,7 +160,8 @@ def _indent_for(text: str) -> str:
 
 
 class Shell:
-    def __init__(self, executor: Executor, target_display: str, color: bool = True):
+    def __init__(self, executor: Executor, target_display: str, color: bool = True,
+                 on_first_draw: Callable[[], None] | None = None):
         self.executor = executor
         self.target_display = target_display
         history_path = private_file(state_dir() / "history")
@@ -178,6 +179,12 @@ class Shell:
             mouse_support=False,
         )
         self.executor.confirm = self._confirm
+        if on_first_draw is not None:
+            def first_draw(_app) -> None:
+                self.prompt.app.after_render -= first_draw
+                on_first_draw()
+
+            self.prompt.app.after_render += first_draw
 
     def _toolbar(self):
         executor = self.executor
@@ -217,8 +224,9 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def run_shell(executor: Executor, target_display: str, color: bool = True) -> int:
-    return Shell(executor, target_display, color).loop()
+def run_shell(executor: Executor, target_display: str, color: bool = True,
+              on_first_draw: Callable[[], None] | None = None) -> int:
+    return Shell(executor, target_display, color, on_first_draw).loop()
 
 
 __all__ = ["run_shell", "sys"]

@@ -1,0 +1,51 @@
+"""Time to the first prompt, server already running, measured in a pty until the prompt is drawn:
+`sparkscope --remote URL` next to pyspark's own shell `pyspark --remote URL`, same run, median of RUNS.
+Run: make bench  (or .venv/bin/python benchmarks/bench_prompt.py)
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+from common import private_server
+
+RUNS = 5
+BIN = os.path.dirname(sys.executable)
+
+
+def time_to_prompt(argv: list[str], prompt: str) -> float:
+    import pexpect
+
+    import pyspark
+
+    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "LINES": "40", "COLUMNS": "160",
+           # the pip-installed `pyspark` launcher finds Spark and Python through these
+           "SPARK_HOME": os.path.dirname(pyspark.__file__), "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
+    started = time.perf_counter()
+    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", dimensions=(40, 160), timeout=120)
+    child.expect(prompt)
+    elapsed = time.perf_counter() - started
+    child.sendcontrol("d")
+    try:
+        child.expect(pexpect.EOF, timeout=30)
+    except pexpect.TIMEOUT:
+        child.terminate(force=True)
+    return elapsed
+
+
+def main() -> None:
+    with private_server() as url:
+        ours, theirs = [], []
+        for _ in range(RUNS):
+            ours.append(time_to_prompt([os.path.join(BIN, "sparkscope"), "--remote", url], "sparkscope>"))
+            theirs.append(time_to_prompt([os.path.join(BIN, "pyspark"), "--remote", url], ">>> "))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"sparkscope to first prompt : {a:6.3f} s  ({a / b:.2f}x the pyspark shell)")
+        print(f"pyspark --remote shell     : {b:6.3f} s  (baseline, median of {RUNS})")
+
+
+if __name__ == "__main__":
+    main()

@@ -53,7 +53,7 @@ def main() -> None:
         settle(3)
         for line in LINES:
             child.send(line + "\r")
-            settle(2.5)
+            settle(4)
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=60)
         stream.feed(child.before or "")

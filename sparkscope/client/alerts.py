@@ -1,7 +1,11 @@
 """Alert rules over monitor events. Pure logic: events in, one-line alerts out.
 
 - a query terminated with an exception (with the short error);
-- a query falling behind: processed rows/s below input rows/s for several batches in a row;
+- a query falling behind, for several batches in a row: it processes fewer rows per second than
+  arrive while its batches keep growing (a backlog builds up), or its sources end each batch short
+  of their newest offset (a per-trigger limit cannot keep up). Slower processing alone is not
+  enough: with the default trigger Spark measures the input rate over the short gap between
+  batches, so processed < input is normal there;
 - a batch that took longer than the trigger interval;
 - rows dropped by the watermark.
 The last two repeat at most once a minute per query, so a steady problem does not flood the screen.
@@ -17,6 +21,7 @@ from .monitor import Event
 
 BEHIND_BATCHES = 3
 REPEAT_AFTER = 60.0
+SLOWER = 0.8  # processed below 80% of the input rate
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Alert:
 @dataclass
 class _QueryState:
     behind_streak: int = 0
+    last_input_rows: int = 0
     behind_reported: bool = False
     last_said: dict[str, float] = field(default_factory=dict)
 
@@ -76,16 +82,21 @@ class AlertRules:
     def _progress_alerts(self, name: str, p) -> list[Alert]:
         alerts: list[Alert] = []
         state = self._state(name)
-        if p.input_rows > 0 and p.processed_rows_per_second < p.input_rows_per_second:
+        growing = p.input_rows > state.last_input_rows > 0
+        slower = p.processed_rows_per_second < SLOWER * p.input_rows_per_second
+        state.last_input_rows = p.input_rows
+        if (slower and growing) or p.lagging_sources:
             state.behind_streak += 1
         else:
             state.behind_streak = 0
             state.behind_reported = False
         if state.behind_streak >= self._behind_batches and not state.behind_reported:
             state.behind_reported = True
-            alerts.append(Alert(name, "behind", f"{name} is falling behind: processing "
-                                f"{p.processed_rows_per_second:,.1f} rows/s of {p.input_rows_per_second:,.1f} "
-                                f"arriving ({state.behind_streak} batches in a row)"))
+            why = (f"its sources end batches short of the newest data ({', '.join(p.lagging_sources)})"
+                   if p.lagging_sources else f"processing {p.processed_rows_per_second:,.1f} rows/s of "
+                   f"{p.input_rows_per_second:,.1f} arriving, batches growing")
+            alerts.append(Alert(name, "behind", f"{name} is falling behind: {why} "
+                                f"({state.behind_streak} batches in a row)"))
         trigger = self._trigger_seconds(name)
         if (trigger and p.batch_duration_ms is not None and p.batch_duration_ms > trigger * 1000
                 and not self._rate_limited(name, "slow")):

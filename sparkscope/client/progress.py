@@ -17,6 +17,7 @@ class SourceProgress:
     description: str
     start_offset: Any
     end_offset: Any
+    latest_offset: Any
     input_rows: int
     input_rows_per_second: float
     processed_rows_per_second: float
@@ -58,6 +59,12 @@ class Progress:
         return sum(s.memory_bytes for s in self.state)
 
     @property
+    def lagging_sources(self) -> list[str]:
+        """Sources whose batch stopped short of the newest data (a per-trigger limit left a backlog)."""
+        return [s.description for s in self.sources
+                if s.latest_offset is not None and s.end_offset is not None and s.latest_offset != s.end_offset]
+
+    @property
     def dropped_by_watermark(self) -> int:
         return sum(s.dropped_by_watermark for s in self.state)
 
@@ -85,6 +92,7 @@ class Progress:
                 description=str(src.get("description", "")),
                 start_offset=_offset(src.get("startOffset")),
                 end_offset=_offset(src.get("endOffset")),
+                latest_offset=_offset(src.get("latestOffset")),
                 input_rows=int(src.get("numInputRows", 0) or 0),
                 input_rows_per_second=_rate(src.get("inputRowsPerSecond")),
                 processed_rows_per_second=_rate(src.get("processedRowsPerSecond")),

@@ -97,7 +97,7 @@ PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processe
 
 
 def _progress_row(name: str, p) -> list:
-    return [name, p.batch_id, p.timestamp.replace("T", " ")[:23], p.input_rows, rate(p.input_rows_per_second),
+    return [name, p.batch_id, p.timestamp[11:23], p.input_rows, rate(p.input_rows_per_second),
             rate(p.processed_rows_per_second), duration_ms(p.batch_duration_ms),
             (p.watermark or "-").replace("T", " ").replace(".000Z", ""), p.state_rows, p.dropped_by_watermark]
 

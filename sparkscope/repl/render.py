@@ -74,7 +74,8 @@ def terminal_width() -> int:
 def render_table(table: Table, width: int | None = None) -> str:
     width = width or terminal_width()
     texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
-    limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 3)
+    # psql borders take 3 characters per column, and tabulate pads headers by up to 2 more
+    limits = fit_widths([table.columns] + texts, width - 5 * len(table.columns) - 1)
     rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
     headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
     from tabulate import tabulate  # imported on first use: it is not needed to draw the first prompt

@@ -12,17 +12,18 @@ from sparkscope.client.errors import ConfigError
 from sparkscope.client.monitor import Event, Track
 from sparkscope.client.progress import Progress, write_history
 from sparkscope.repl.charts import compact, line_chart, sparkline
-from sparkscope.repl.render import progress_charts
+from sparkscope.repl.render import Table, progress_charts, render_table
 
 
-def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None):
+def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None,
+             sources=()):
     return Progress.from_json({
         "id": "id-1", "runId": "r", "name": name, "timestamp": f"2026-01-01T00:00:{batch:02d}.000Z",
         "batchId": batch, "numInputRows": rows, "inputRowsPerSecond": inp, "processedRowsPerSecond": proc,
         "durationMs": {"triggerExecution": duration, "addBatch": duration - 50},
         "eventTime": {"watermark": watermark} if watermark else {},
         "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 7, "numRowsDroppedByWatermark": dropped}],
-        "sources": [], "sink": {"description": "MemorySink"},
+        "sources": list(sources), "sink": {"description": "MemorySink"},
     })
 
 
@@ -37,15 +38,31 @@ def test_failure_alert_names_the_error_and_where_to_look():
     assert rules.feed(Event("terminated", "id-1", "counts", error=None)) == []
 
 
-def test_falling_behind_needs_three_batches_in_a_row_and_is_said_once():
+def test_falling_behind_needs_three_growing_batches_in_a_row_and_is_said_once():
     rules = AlertRules()
-    behind = [rules.feed(event(progress(b, inp=100.0, proc=60.0))) for b in range(5)]
-    assert [len(a) for a in behind] == [0, 0, 1, 0, 0]
-    assert str(behind[2][0]) == ("alert: q is falling behind: processing 60.0 rows/s of 100.0 arriving "
-                                 "(3 batches in a row)")
-    rules.feed(event(progress(5, inp=100.0, proc=150.0)))  # caught up
-    again = [rules.feed(event(progress(b, inp=100.0, proc=60.0))) for b in range(6, 9)]
+    behind = [rules.feed(event(progress(b, rows=100 + 10 * b, inp=100.0, proc=60.0))) for b in range(6)]
+    assert [len(a) for a in behind] == [0, 0, 0, 1, 0, 0]  # batch 0 has nothing to grow from
+    assert str(behind[3][0]) == ("alert: q is falling behind: processing 60.0 rows/s of 100.0 arriving, "
+                                 "batches growing (3 batches in a row)")
+    rules.feed(event(progress(6, rows=100, inp=100.0, proc=150.0)))  # caught up
+    again = [rules.feed(event(progress(b, rows=100 + 10 * b, inp=100.0, proc=60.0))) for b in range(7, 10)]
     assert [len(a) for a in again] == [0, 0, 1]
+
+
+def test_default_trigger_rate_artifact_is_not_falling_behind():
+    # with the default trigger, Spark measures input over the gap between batches: 1,666/s in, 25/s done
+    rules = AlertRules()
+    assert all(rules.feed(event(progress(b, rows=20, inp=1666.7, proc=24.8))) == [] for b in range(10))
+
+
+def test_sources_short_of_their_newest_offset_are_falling_behind():
+    rules = AlertRules()
+    lag = [{"description": "KafkaV2[Subscribe[events]]", "endOffset": {"events": {"0": 500}},
+            "latestOffset": {"events": {"0": 9000}}, "numInputRows": 500}]
+    alerts = [rules.feed(event(progress(b, sources=lag))) for b in range(3)]
+    assert [str(a[0]) for a in alerts if a] == [
+        "alert: q is falling behind: its sources end batches short of the newest data (KafkaV2[Subscribe[events]]) "
+        "(3 batches in a row)"]
 
 
 def test_slow_batch_compares_with_the_trigger_and_repeats_at_most_once_a_minute():
@@ -106,6 +123,13 @@ def test_export_json_lines_and_csv(tmp_path):
 def test_export_bad_paths(tmp_path, name, message):
     with pytest.raises(ConfigError, match=message):
         write_history([progress(0)], tmp_path / name)
+
+
+def test_wide_tables_fit_the_terminal():
+    from sparkscope.repl.commands import PROGRESS_COLUMNS
+
+    table = Table(PROGRESS_COLUMNS, [["counts", 6, "15:55:24.025", 20, "1,666.7", "24.8", "806 ms", "-", 2, 0]])
+    assert max(len(line) for line in render_table(table, width=120).splitlines()) <= 120
 
 
 def test_sparkline_scales_to_the_top_and_pads_to_width():

@@ -8,13 +8,11 @@ Run: make bench  (or .venv/bin/python benchmarks/bench_peek.py)
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
+
+from common import private_server
 
 RUNS = 5
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def timed(fn) -> float:
@@ -28,28 +26,20 @@ def timed(fn) -> float:
 
 def main() -> None:
     import sparkscope
-    from sparkscope.client.server import LocalServer, free_port
 
-    server = LocalServer()
-    started_here = server.running() is None
-    info = server.start(port=None if not started_here else free_port())
-    try:
-        with sparkscope.connect(f"sc://localhost:{info.port}") as ss:
-            rows = ss.spark.readStream.format("rate").option("rowsPerSecond", 1).load() \
-                .selectExpr("explode(sequence(1, 1000000)) as id", "value")
-            query = ss.start(rows, "bench_peek", trigger="once")
-            query.await_termination(300)
-            total = ss.sql("select count(*) from bench_peek").rows[0][0]
-            peek = timed(lambda: ss.peek("bench_peek", 20))
-            full = timed(lambda: ss.spark.sql("select * from bench_peek").toPandas())
-            limited = timed(lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas())
-            print(f"memory table rows          : {total:,}")
-            print(f"ss.peek(20)                : {peek * 1000:7.1f} ms")
-            print(f"select * .toPandas()       : {full * 1000:7.1f} ms  (peek = {peek / full:.3f}x)")
-            print(f"select * limit 20 .toPandas: {limited * 1000:7.1f} ms  (peek = {peek / limited:.2f}x)")
-    finally:
-        if started_here:
-            server.stop()
+    with private_server() as url, sparkscope.connect(url) as ss:
+        rows = ss.spark.readStream.format("rate").option("rowsPerSecond", 1).load() \
+            .selectExpr("explode(sequence(1, 1000000)) as id", "value")
+        query = ss.start(rows, "bench_peek", trigger="once")
+        query.await_termination(300)
+        total = ss.sql("select count(*) from bench_peek").rows[0][0]
+        peek = timed(lambda: ss.peek("bench_peek", 20))
+        full = timed(lambda: ss.spark.sql("select * from bench_peek").toPandas())
+        limited = timed(lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas())
+        print(f"memory table rows          : {total:,}")
+        print(f"ss.peek(20)                : {peek * 1000:7.1f} ms")
+        print(f"select * .toPandas()       : {full * 1000:7.1f} ms  (peek = {peek / full:.3f}x)")
+        print(f"select * limit 20 .toPandas: {limited * 1000:7.1f} ms  (peek = {peek / limited:.2f}x)")
 
 
 if __name__ == "__main__":

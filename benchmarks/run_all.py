@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # benchmarks/common.py
 
 for script in sorted(HERE.glob("bench_*.py")):
     print(f"== {script.name}")

@@ -170,13 +170,26 @@ def unquote(token: str) -> str:
 
 
 def split_commands(text: str) -> list[str]:
-    """Split `-c` text into commands: newlines always, ';' only between colon commands."""
+    """Split `-c` text into commands at newlines and at ';' outside quotes and brackets.
+
+    Python pieces next to each other stay one input (`x = 1; y = 2`); a piece starting with ':'
+    is a colon command of its own.
+    """
     out: list[str] = []
     for line in text.splitlines():
-        if line.lstrip().startswith(":"):
-            out.extend(part.strip() for part in _split_semicolons(line) if part.strip())
-        else:
-            out.append(line)
+        if not line.strip():
+            continue
+        python: list[str] = []
+        for part in _split_semicolons(line):
+            if part.strip().startswith(":"):
+                if python:
+                    out.append("; ".join(python))
+                    python = []
+                out.append(part.strip())
+            elif part.strip():
+                python.append(part.strip() if python else part.rstrip())
+        if python:
+            out.append("; ".join(python))
     return out
 
 

@@ -74,11 +74,13 @@ def terminal_width() -> int:
 def render_table(table: Table, width: int | None = None) -> str:
     width = width or terminal_width()
     texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
-    # psql borders take 3 characters per column, and tabulate pads headers by up to 2 more
-    limits = fit_widths([table.columns] + texts, width - 5 * len(table.columns) - 1)
+    limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 1)  # psql: 3 per column
     rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
     headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
-    from tabulate import tabulate  # imported on first use: it is not needed to draw the first prompt
+    import tabulate as _tabulate  # imported on first use: it is not needed to draw the first prompt
+
+    _tabulate.MIN_PADDING = 0  # psql-tight columns: no extra blanks after short values under long headers
+    tabulate = _tabulate.tabulate
 
     body = tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True) if headers else ""
     parts = [table.title] if table.title else []

@@ -1,0 +1,68 @@
+"""Non-interactive use from a subprocess: -c, -f and --format json, with exact output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.helpers import sparkscope_bin
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=180, input=stdin)
+
+
+def test_c_runs_python_and_commands_with_exact_table_output(remote_url):
+    result = run("--remote", remote_url, "-c", "x = 6 * 7; :sql select x from values (42) as t(x)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ("+----+\n"
+                             "| x  |\n"
+                             "|----|\n"
+                             "| 42 |\n"
+                             "+----+\n"
+                             "(1 row)\n")
+    assert "\x1b[" not in result.stdout  # a pipe gets plain text
+
+
+def test_format_json_is_one_object_per_command(remote_url):
+    result = run("--remote", remote_url, "--format", "json", "-c",
+                 ":sql select 1 as a, 'x' as b; :conf spark.sql.shuffle.partitions")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines == [{"command": "sql", "ok": True, "rows": [{"a": 1, "b": "x"}]},
+                     {"command": "conf", "ok": True, "message": "spark.sql.shuffle.partitions = 2"}]
+
+
+def test_file_with_a_stream_start_sql_and_stop(remote_url, tmp_path):
+    data = tmp_path / "numbers"
+    data.mkdir()
+    (data / "1.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(1, 11)))
+    script = tmp_path / "pipeline.sps"
+    script.write_text(
+        f"numbers = ss.source.files('json', '{data}', schema='n INT')\n"
+        ":start evens numbers.where('n % 2 = 0') --trigger available-now\n"
+        ":await evens --timeout 120\n"
+        ":sql select sum(n) as total, count(*) as rows from evens\n"
+        ":stop evens\n")
+    result = run("--remote", remote_url, "-f", str(script))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Started evens (id ") and lines[0].endswith(
+        ") → memory sink, append mode, trigger available-now")
+    assert lines[1:] == ["evens ended (stopped)", "+-------+------+", "| total | rows |", "|-------+------|",
+                         "| 30    | 5    |", "+-------+------+", "(1 row)", "evens is not running (stopped)"]
+
+
+def test_a_failing_command_gives_exit_code_1_and_one_line(remote_url):
+    result = run("--remote", remote_url, "-c", ":peek nosuch; :sql select 1 as one")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("error: No query or table named 'nosuch'. "
+                                     "List them with :queries, or start one with :start.")
+    assert "| one |" in result.stdout  # later commands still ran
+
+
+def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
+    result = run("--remote", remote_url, "--format", "json", "-c", ":stop")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == "error: :stop needs a query name. Usage: :stop NAME|--all."

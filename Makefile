@@ -26,10 +26,7 @@ run: $(STAMP)
 	@$(BIN)/sparkscope
 
 test: $(TESTSTAMP)
-	@$(BIN)/python -c 'from sparkscope.client.server import java_version; java_version()' 2>/dev/null || \
-	  $(BIN)/python -c 'from sparkscope.client.server import java_version; from sparkscope import ServerError as E;\
-	  import sys;\
-	  exec("try:\n java_version()\nexcept E as e:\n sys.exit(str(e))")'
+	@$(BIN)/sparkscope server check-java
 	$(BIN)/python -m pytest tests -q
 
 unit: $(TESTSTAMP)

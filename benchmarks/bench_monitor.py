@@ -180,8 +180,12 @@ def cpu(url: str) -> None:
     child.expect("sparkscope>")
     child.send(":stop --all\r")
     child.expect("Stopped 10")
+    child.expect("sparkscope>")
+    time.sleep(1)
     child.sendcontrol("d")
-    child.expect(pexpect.EOF, timeout=60)
+    if child.expect([pexpect.EOF, r"\[y/N\]"], timeout=60) == 1:
+        child.send("y\r")
+        child.expect(pexpect.EOF, timeout=60)
 
     plain = subprocess.Popen([sys.executable, "-c", WATCHER, url, str(WATCH_SECONDS + 3)], stdout=subprocess.PIPE,
                              text=True)
@@ -236,12 +240,14 @@ def memory(ss) -> None:
 def main() -> None:
     import sparkscope
 
+    only = os.environ.get("ONLY")  # e.g. ONLY=cpu to rerun one part
     with private_server() as url:
         with sparkscope.connect(url) as ss:
-            latency(ss)
-            rpcs(ss)
-            memory(ss)
-        cpu(url)
+            for part in (latency, rpcs, memory):
+                if not only or only == part.__name__:
+                    part(ss)
+        if not only or only == "cpu":
+            cpu(url)
 
 
 if __name__ == "__main__":

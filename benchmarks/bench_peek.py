@@ -28,9 +28,13 @@ def main() -> None:
     import sparkscope
 
     with private_server() as url, sparkscope.connect(url) as ss:
-        rows = ss.spark.readStream.format("rate").option("rowsPerSecond", 1).load() \
-            .selectExpr("explode(sequence(1, 1000000)) as id", "value")
-        query = ss.start(rows, "bench_peek", trigger="once")
+        import tempfile
+
+        data = tempfile.mkdtemp(prefix="sparkscope-bench-peek-")
+        ss.spark.range(1_000_000).selectExpr("id", "id * 2 as value", "uuid() as tag") \
+            .write.mode("overwrite").parquet(data)
+        rows = ss.source.files("parquet", data, schema="id BIGINT, value BIGINT, tag STRING")
+        query = ss.start(rows, "bench_peek", trigger="available-now")
         query.await_termination(300)
         total = ss.sql("select count(*) from bench_peek").rows[0][0]
         peek = timed(lambda: ss.peek("bench_peek", 20))

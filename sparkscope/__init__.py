@@ -11,18 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .client.errors import (
-    AnalysisError,
-    AuthenticationFailed,
-    Cancelled,
-    ConfigError,
-    ConnectionFailed,
-    QueryFailed,
-    QueryNotFound,
-    ServerError,
-    SparkscopeError,
-    UnsupportedOperation,
-)
+from .client import *  # noqa: F403 - the error hierarchy
+from .client import __all__ as _ERRORS
 
 __version__ = "0.1.0"
 
@@ -43,22 +33,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 
 
-__all__ = [
-    "AnalysisError",
-    "AuthenticationFailed",
-    "Cancelled",
-    "ConfigError",
-    "ConnectionFailed",
-    "LocalServer",
-    "Progress",
-    "Query",
-    "QueryFailed",
-    "QueryNotFound",
-    "Rows",
-    "ServerError",
-    "Session",
-    "SparkscopeError",
-    "UnsupportedOperation",
-    "__version__",
-    "connect",
-]
+__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "Rows", "Session", "__version__", "connect"]

@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started")
     stop.add_argument("--grace", type=float, default=20.0, help="seconds before SIGKILL (default 20)")
     actions.add_parser("status", help="pid, port, URL, uptime, Spark version and log path")
+    actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
@@ -108,8 +109,11 @@ def _human(seconds: float) -> str:
 
 
 def server_main(args) -> int:
-    from ..client.server import LocalServer
+    from ..client.server import LocalServer, java_version
 
+    if args.action == "check-java":
+        print(f"Java {java_version()} found")
+        return 0
     server = LocalServer()
     if args.action == "start":
         tty = sys.stderr.isatty()

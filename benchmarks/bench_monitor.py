@@ -10,6 +10,7 @@ Run: make bench  (or .venv/bin/python benchmarks/bench_monitor.py); WATCH_SECOND
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -147,7 +148,8 @@ for q in qs:
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -171,10 +173,8 @@ def cpu(url: str) -> None:
     before = cpu_seconds(child.pid)
     deadline = time.time() + WATCH_SECONDS
     while time.time() < deadline:  # keep reading, as a terminal would
-        try:
+        with contextlib.suppress(pexpect.TIMEOUT):
             child.read_nonblocking(100_000, timeout=0.5)
-        except pexpect.TIMEOUT:
-            pass
     watch_cpu = cpu_seconds(child.pid) - before
     child.send("q")
     child.expect("sparkscope>")

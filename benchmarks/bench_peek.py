@@ -7,21 +7,9 @@ Run: make bench  (or .venv/bin/python benchmarks/bench_peek.py)
 
 from __future__ import annotations
 
-import statistics
-import time
-
-from common import private_server
+from common import median_time, private_server
 
 RUNS = 5
-
-
-def timed(fn) -> float:
-    samples = []
-    for _ in range(RUNS):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -37,9 +25,9 @@ def main() -> None:
         query = ss.start(rows, "bench_peek", trigger="available-now")
         query.await_termination(300)
         total = ss.sql("select count(*) from bench_peek").rows[0][0]
-        peek = timed(lambda: ss.peek("bench_peek", 20))
-        full = timed(lambda: ss.spark.sql("select * from bench_peek").toPandas())
-        limited = timed(lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas())
+        peek = median_time(lambda: ss.peek("bench_peek", 20), RUNS)
+        full = median_time(lambda: ss.spark.sql("select * from bench_peek").toPandas(), RUNS)
+        limited = median_time(lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas(), RUNS)
         print(f"memory table rows          : {total:,}")
         print(f"ss.peek(20)                : {peek * 1000:7.1f} ms")
         print(f"select * .toPandas()       : {full * 1000:7.1f} ms  (peek = {peek / full:.3f}x)")

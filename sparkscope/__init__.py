@@ -33,4 +33,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 
 
-__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "Rows", "Session", "__version__", "connect"]
+# LocalServer, Progress, Query, Rows, Session and connect load lazily through __getattr__ above.
+__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "Rows", "Session", "__version__", "connect"]  # noqa: F405

@@ -7,6 +7,7 @@ releases the throwaway session it used.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import uuid
 
@@ -66,12 +67,10 @@ def probe(target: Target, timeout: float = 3.0) -> str:
                 "Check the URL and that the server is running (sparkscope server status)",
                 error_class=str(code),
             ) from None
-        try:
+        with contextlib.suppress(grpc.RpcError):  # the probe's session is released best-effort
             stub.ReleaseSession(
                 pb.ReleaseSessionRequest(session_id=session_id, user_context=user), timeout=timeout, metadata=metadata
             )
-        except grpc.RpcError:
-            pass
         return response.spark_version.version
     finally:
         channel.close()

@@ -17,7 +17,7 @@ class Rows:
         return len(self.rows)
 
     def as_dicts(self) -> list[dict]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
     def to_pandas(self):
         import pandas as pd
@@ -28,7 +28,7 @@ class Rows:
     def from_arrow(cls, table) -> Rows:
         columns = list(table.column_names)
         data: Sequence[list] = [col.to_pylist() for col in table.columns]
-        rows = list(zip(*data)) if data else []
+        rows = list(zip(*data, strict=False)) if data else []
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
 
 

@@ -6,6 +6,7 @@ It runs as its own process (so queries outlive the REPL and a later REPL can rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -225,7 +226,7 @@ class LocalServer:
         if token:
             env[TOKEN_ENV] = token
         self.checkpoint_root.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
         os.chmod(self.log_path, 0o600)
         started = time.time()
         try:
@@ -328,10 +329,8 @@ class LocalServer:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _port_free(port: int) -> bool:

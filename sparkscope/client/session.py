@@ -345,10 +345,8 @@ class Session:
     # -- closing --------------------------------------------------------------------------------
     def _keepalive(self, every: float) -> None:
         while not self._stop_keepalive.wait(every):
-            try:
+            with contextlib.suppress(Exception):
                 self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
-            except Exception:
-                pass
 
     def close(self, stop_queries: bool = True) -> None:
         """Stop this session's queries and release it; with stop_queries=False leave both running."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from ..client.errors import SparkscopeError
 
@@ -236,7 +237,7 @@ def _run_file(executor, path: str) -> bool:
     from .runtime import is_complete
 
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
     ok = True

@@ -115,10 +115,8 @@ class Registry:
             else:
                 args.append(token)
             i += 1
-        if cmd.raw_tail and len(args) > 1:
-            args = [unquote(args[0]), " ".join(args[1:])]
-        else:
-            args = [unquote(a) for a in args]
+        raw_expression = cmd.raw_tail and len(args) > 1
+        args = [unquote(args[0]), " ".join(args[1:])] if raw_expression else [unquote(a) for a in args]
         if len(args) < cmd.min_args:
             raise UsageError(f":{cmd.name} needs more arguments", f"Usage: {cmd.usage}")
         if cmd.max_args is not None and len(args) > cmd.max_args:

@@ -75,8 +75,8 @@ def render_table(table: Table, width: int | None = None) -> str:
     width = width or terminal_width()
     texts = [[cell(v).replace("\n", "\\n") for v in row] for row in table.rows]
     limits = fit_widths([table.columns] + texts, width - 3 * len(table.columns) - 1)  # psql: 3 per column
-    rows = [[truncate(t, limit) for t, limit in zip(row, limits)] for row in texts]
-    headers = [truncate(c, limit) for c, limit in zip(table.columns, limits)]
+    rows = [[truncate(t, limit) for t, limit in zip(row, limits, strict=False)] for row in texts]
+    headers = [truncate(c, limit) for c, limit in zip(table.columns, limits, strict=False)]
     import tabulate as _tabulate  # imported on first use: it is not needed to draw the first prompt
 
     _tabulate.MIN_PADDING = 0  # psql-tight columns: no extra blanks after short values under long headers
@@ -107,7 +107,7 @@ def render_vertical(table: Table, width: int | None = None) -> str:
     out = []
     for index, row in enumerate(table.rows, 1):
         out.append(f"-[ RECORD {index} ]" + "-" * max(0, min(width, 40) - 14 - len(str(index))))
-        for column, value in zip(table.columns, row):
+        for column, value in zip(table.columns, row, strict=False):
             out.append(f"{column.ljust(label)} | {truncate(cell(value), max(10, width - label - 3))}")
     if not table.rows:
         out.append("(0 rows)")
@@ -134,7 +134,7 @@ def to_json(command: str, result: Result) -> str:
     for item in result if isinstance(result, list) else [result]:
         if isinstance(item, Table):
             payload.setdefault("rows", []).extend(
-                {c: jsonable(v) for c, v in zip(item.columns, row)} for row in item.rows)
+                {c: jsonable(v) for c, v in zip(item.columns, row, strict=False)} for row in item.rows)
         elif isinstance(item, Message):
             payload["message"] = item.text
             payload.update(jsonable(item.data))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import codeop
+import contextlib
 import sys
 import threading
 import traceback
@@ -79,10 +80,9 @@ class Executor:
         self.namespace.update({"spark": session.spark, "ss": session, "F": F, "T": T, "window": F.window,
                                "col": F.col, "expr": F.expr, "lit": F.lit})
         if self.interactive:  # alerts above the prompt from the start
-            try:
+            # the session works without live events; :watch and :tail report the reason
+            with contextlib.suppress(SparkscopeError):
                 self._start_live(session)
-            except SparkscopeError:
-                pass  # the session works without live events; :watch and :tail report the reason
 
     def _start_live(self, session: Any) -> Any:
         from .live import Live

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -78,10 +79,8 @@ class Screen:
         self.stream = pyte.Stream(self.screen)
 
     def pump(self, seconds: float = 0.2) -> None:
-        try:
+        with contextlib.suppress(pexpect.TIMEOUT):
             self.stream.feed(self.child.read_nonblocking(100_000, timeout=seconds))
-        except pexpect.TIMEOUT:
-            pass
 
     @property
     def text(self) -> str:

@@ -82,28 +82,25 @@ def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
     assert re.search(r"\| keeps\s+\| [0-9a-f]{8} \| active", out)
 
 
-def test_ctrl_d_with_running_queries_stop_them(remote_url):
+def quit_with_a_running_query(remote_url: str, name: str, answer: str) -> str:
+    """Start a query, press Ctrl-D, answer the stop question; what was printed until the exit."""
     child = spawn("--remote", remote_url)
     repl = Repl(child)
     repl.prompt()
-    repl.run(":start bye ss.source.rate(1)")
+    repl.run(f":start {name} ss.source.rate(1)")
     child.sendcontrol("d")
-    child.expect(r"1 query is still running \(bye\)\. Stop it\? \[y/N\]", timeout=30)
-    child.send("y\r")
+    child.expect(rf"1 query is still running \({name}\)\. Stop it\? \[y/N\]", timeout=30)
+    child.send(answer + "\r")
     child.expect(pexpect.EOF, timeout=30)
-    assert "Stopped bye." in clean(child.before)
+    return clean(child.before)
+
+
+def test_ctrl_d_with_running_queries_stop_them(remote_url):
+    assert "Stopped bye." in quit_with_a_running_query(remote_url, "bye", "y")
 
 
 def test_ctrl_d_with_running_queries_leave_them_and_reattach(remote_url):
-    child = spawn("--remote", remote_url)
-    repl = Repl(child)
-    repl.prompt()
-    repl.run(":start stays ss.source.rate(1)")
-    child.sendcontrol("d")
-    child.expect(r"Stop it\? \[y/N\]", timeout=30)
-    child.send("n\r")
-    child.expect(pexpect.EOF, timeout=30)
-    text = clean(child.before)
+    text = quit_with_a_running_query(remote_url, "stays", "n")
     match = re.search(r"Reattach with: sparkscope (--remote \S+ --session-id [0-9a-f-]{36})", text)
     assert match, text
     again = spawn(*match.group(1).split())

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_status_shows_pid_port_url_uptime_version_and_log(server):
 
 
 def test_server_binds_loopback_only(server):
-    cmdline = open(f"/proc/{server.pid}/cmdline", "rb").read().split(b"\0")
+    cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     assert b"spark.connect.grpc.binding.port=%d" % server.port in b" ".join(cmdline)
     with socket.socket() as sock:  # the server listens on 127.0.0.1, not on the host's other addresses
         sock.settimeout(1)
@@ -105,7 +106,7 @@ def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
     local = LocalServer(tmp_path)
     info = local.start(port=free_port(), token=token)
     try:
-        argv = open(f"/proc/{info.pid}/cmdline", "rb").read().decode(errors="replace")
+        argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().decode(errors="replace")
         assert token not in argv
         with sparkscope.connect(f"sc://localhost:{info.port}/;token={token}") as ss:
             assert ss.spark.range(3).count() == 3
@@ -121,7 +122,7 @@ def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
     finally:
         stopped = local.stop(grace=10)
     assert stopped is not None and stopped.pid == info.pid
-    assert not os.path.exists(f"/proc/{info.pid}") or b"Z" in open(f"/proc/{info.pid}/stat", "rb").read()[:60]
+    assert not os.path.exists(f"/proc/{info.pid}") or b"Z" in Path(f"/proc/{info.pid}/stat").read_bytes()[:60]
     assert local.running() is None
 
 

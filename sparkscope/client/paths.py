@@ -19,6 +19,16 @@ def state_dir() -> Path:
     return path
 
 
+def for_server(path: str, same_machine: bool) -> str:
+    """A path as the server should read it: a relative local path is made absolute against this
+    process's directory when the server shares this machine (it resolves paths against its own
+    working directory otherwise). URIs (s3a://, file:/…) and remote servers' paths pass unchanged."""
+    text = str(path)
+    if not same_machine or "://" in text or text.startswith("file:") or os.path.isabs(text):
+        return text
+    return os.path.abspath(os.path.expanduser(text))
+
+
 def config_file() -> Path:
     return config_dir() / "config.toml"
 

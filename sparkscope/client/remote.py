@@ -57,6 +57,11 @@ class Target:
     def display(self) -> str:
         return self.url(with_token=False)
 
+    @property
+    def on_this_machine(self) -> bool:
+        """The server runs here, so it sees this machine's files (relative paths need making absolute)."""
+        return self.host in ("localhost", "127.0.0.1", "::1")
+
     def with_session(self, session_id: str | None) -> Target:
         return replace(self, session_id=session_id)
 

@@ -136,6 +136,12 @@ class LocalServer:
     def checkpoint_root(self) -> Path:
         return self.home / "checkpoints"
 
+    @property
+    def warehouse(self) -> Path:
+        """Where table sinks and saveAsTable write (Spark's default is ./spark-warehouse of whatever
+        directory the server was started from)."""
+        return self.home / "warehouse"
+
     # -- state file -----------------------------------------------------------------------------
     def _read_state(self) -> ServerInfo | None:
         try:
@@ -177,6 +183,7 @@ class LocalServer:
         settings = {
             "spark.connect.grpc.binding.port": str(port),
             "spark.sql.streaming.checkpointLocation": str(self.checkpoint_root),
+            "spark.sql.warehouse.dir": str(self.warehouse),
             "spark.app.name": "sparkscope-connect",
         }
         settings.update(conf)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
+from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
 from .probe import probe
 from .query import Query, QueryInfo
@@ -69,7 +70,7 @@ class Session:
         self.spark = spark
         self.target = target
         self.server_version = server_version
-        self.source = Sources(spark)
+        self.source = Sources(spark, same_machine=target.on_this_machine, server_version=server_version)
         self._queries: dict[str, Query] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -146,6 +147,8 @@ class Session:
                               f"Stop it first (:stop {name}) or pick another name")
         if sink in FILE_SINKS and not path:
             raise ConfigError(f"A {sink} sink needs a path", "Pass path=… (--path P)")
+        path = for_server(path, self.target.on_this_machine) if path else path
+        checkpoint = for_server(checkpoint, self.target.on_this_machine) if checkpoint else checkpoint
         if sink == "table":
             table = table or name
         if not self._call(lambda: df.isStreaming):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, UnsupportedOperation, translate
+from .paths import for_server
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.dataframe import DataFrame
@@ -16,8 +17,10 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 
 
 class Sources:
-    def __init__(self, spark):
+    def __init__(self, spark, same_machine: bool = False, server_version: str = ""):
         self._spark = spark
+        self._same_machine = same_machine
+        self._server_version = server_version
 
     def rate(self, rows_per_second: int = 1, *, ramp_up_time: str | None = None,
              num_partitions: int | None = None) -> DataFrame:
@@ -72,7 +75,7 @@ class Sources:
         for key, value in settings.items():
             if value is not None:
                 reader = reader.option(key, str(value).lower() if isinstance(value, bool) else value)
-        df = reader.load(path)
+        df = reader.load(for_server(path, self._same_machine))
         if isinstance(schema, str):
             try:
                 df.schema  # noqa: B018 - validates the DDL on the server now, not at start time
@@ -109,10 +112,10 @@ class Sources:
             df.schema  # noqa: B018 - fails when the server has no Kafka connector
         except Exception as exc:
             if "kafka" in str(exc).lower() and ("DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find" in str(exc)):
+                package = f"{KAFKA_PACKAGE}:{self._server_version or '<spark version>'}"
                 raise UnsupportedOperation(
                     "The Spark server has no Kafka connector",
-                    f"Start it with --packages {KAFKA_PACKAGE}:<spark version> "
-                    "(sparkscope server start --conf spark.jars.packages=…)",
+                    f"Start it with --packages {package} (sparkscope server start --conf spark.jars.packages={package})",
                     "DATA_SOURCE_NOT_FOUND",
                 ) from exc
             raise translate(exc) from exc

@@ -44,8 +44,9 @@ def test_unknown_table_source(ss):
 def test_kafka_without_the_connector_says_how_to_add_it(ss):
     with pytest.raises(UnsupportedOperation) as err:
         ss.source.kafka("localhost:9092", subscribe="events")
-    assert str(err.value).startswith("The Spark server has no Kafka connector. Start it with --packages "
-                                     "org.apache.spark:spark-sql-kafka-0-10_2.13")
+    package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{ss.server_version}"
+    assert str(err.value) == (f"The Spark server has no Kafka connector. Start it with --packages {package} "
+                              f"(sparkscope server start --conf spark.jars.packages={package}).")
     with pytest.raises(ConfigError, match="needs a topic"):
         ss.source.kafka("localhost:9092")
 

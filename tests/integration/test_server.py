@@ -49,6 +49,17 @@ def test_server_binds_loopback_only(server):
             assert sock.connect_ex((outside[0], server.port)) != 0
 
 
+def test_tables_are_written_under_the_state_dir_not_the_current_directory(server, ss, sandbox):
+    server_cwd = Path(os.readlink(f"/proc/{server.pid}/cwd"))
+    ss.spark.range(3).write.saveAsTable("kept_table")
+    try:
+        assert ss.sql("SELECT count(*) FROM kept_table").rows == [(3,)]
+        assert (sandbox / "state" / "sparkscope" / "warehouse" / "kept_table").is_dir()
+        assert not (server_cwd / "spark-warehouse" / "kept_table").exists()
+    finally:
+        ss.sql("DROP TABLE kept_table")
+
+
 def test_logs_prints_the_server_log(server):
     out = run("server", "logs", "-n", "1000000")
     assert out.returncode == 0

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from sparkscope.client.errors import ConfigError, UnsupportedOperation, translate
+from sparkscope.client.paths import for_server
 from sparkscope.client.planning import PlanShape, choose_mode, parse_trigger, plan_shape, watermark_warning
 from sparkscope.client.progress import Progress
 from sparkscope.client.remote import parse_url, redact, resolve
@@ -34,6 +35,16 @@ def test_parse_url_with_params_token_and_session():
 def test_parse_url_errors(bad, message):
     with pytest.raises(ConfigError, match=message):
         parse_url(bad)
+
+
+def test_relative_paths_are_made_absolute_only_for_a_server_on_this_machine(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse_url("sc://localhost:1").on_this_machine and parse_url("sc://127.0.0.1:1").on_this_machine
+    assert not parse_url("sc://spark.example:1").on_this_machine
+    assert for_server("data/events", True) == str(tmp_path / "data" / "events")
+    assert for_server("data/events", False) == "data/events"
+    for unchanged in ("/abs/dir", "s3a://bucket/key", "file:/tmp/x", "hdfs://nn/x"):
+        assert for_server(unchanged, True) == unchanged
 
 
 def test_redact_hides_tokens_everywhere():

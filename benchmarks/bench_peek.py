@@ -1,15 +1,31 @@
 """ss.peek(20 rows) of a 1,000,000-row memory table vs plain pyspark reading the same table.
 
 Baselines, same run and same session: spark.sql("select * from t").toPandas() (what a naive peek
-does) and spark.sql("select * from t limit 20").toPandas(). Median of RUNS runs each.
+does) and spark.sql("select * from t limit 20").toPandas(). After one warm-up call of each, the
+three run in turn RUNS times (so JVM warm-up and drift hit them alike); medians reported.
 Run: make bench  (or .venv/bin/python benchmarks/bench_peek.py)
 """
 
 from __future__ import annotations
 
-from common import median_time, private_server
+import statistics
+import time
 
-RUNS = 5
+from common import private_server
+
+RUNS = 7
+
+
+def interleaved_medians(calls: dict, runs: int) -> dict:
+    samples: dict = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()
+    for _ in range(runs):
+        for name, fn in calls.items():
+            started = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def main() -> None:
@@ -25,9 +41,12 @@ def main() -> None:
         query = ss.start(rows, "bench_peek", trigger="available-now")
         query.await_termination(300)
         total = ss.sql("select count(*) from bench_peek").rows[0][0]
-        peek = median_time(lambda: ss.peek("bench_peek", 20), RUNS)
-        full = median_time(lambda: ss.spark.sql("select * from bench_peek").toPandas(), RUNS)
-        limited = median_time(lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas(), RUNS)
+        times = interleaved_medians({
+            "peek": lambda: ss.peek("bench_peek", 20),
+            "full": lambda: ss.spark.sql("select * from bench_peek").toPandas(),
+            "limited": lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas(),
+        }, RUNS)
+        peek, full, limited = times["peek"], times["full"], times["limited"]
         print(f"memory table rows          : {total:,}")
         print(f"ss.peek(20)                : {peek * 1000:7.1f} ms")
         print(f"select * .toPandas()       : {full * 1000:7.1f} ms  (peek = {peek / full:.3f}x)")

@@ -327,6 +327,37 @@ def conf(ctx, args, opts):
     return Message(f"{key} = {ctx.call(spark.conf.get, key, None)}")
 
 
+@command("connect", ":connect [URL] [--session-id ID]",
+         "Connect again (after the server went away), or switch to another server or session",
+         options={"session-id": "value"}, args=(0, 1), needs_session=False)
+def connect(ctx, args, opts):
+    from ..client.probe import try_probe
+    from ..client.session import Session, resolve_target
+
+    url, session_id = (args[0] if args else None), opts.get("session-id")
+    if url is None and session_id is None:
+        if not ctx._session_future.done():
+            raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
+        current = ctx.session_or_none()
+        if current is not None and try_probe(current.target, timeout=2) is not None:
+            return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
+                           ":connect URL switches to another server.")
+        opener = ctx.opener
+    else:
+        def opener():
+            return Session.open(resolve_target(url, session_id=session_id))
+    if opener is None:
+        raise UsageError("There is nothing to connect to", "Give a URL: :connect sc://host:15002")
+    session, old, left = ctx.switch_session(opener)
+    note = ""
+    if left:
+        where = old.target.url(with_session=False)
+        note = (f" Left {', '.join(left)} running in the previous session; "
+                f"reattach with :connect {where} --session-id {old.session_id}")
+    return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "
+                   f"Spark {session.server_version}).{note}")
+
+
 @command("session", ":session", "Show the server URL, session id, Spark version and user")
 def session_(ctx, args, opts):
     session = ctx.session

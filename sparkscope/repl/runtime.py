@@ -42,6 +42,7 @@ class Executor:
         self.exit_requested = False
         self.format_override: str | None = None
         self._session_future: Future = Future()
+        self.opener: Callable[[], Any] | None = None  # how the current session was opened
         self._remote_args = ""
         self._live: Any = None
         self._cancel_hooks: list[Callable[[], str | None]] = []
@@ -57,6 +58,7 @@ class Executor:
     # -- the session, which may still be connecting ---------------------------------------------
     def connect_in_background(self, opener: Callable[[], Any], remote_args: str = "") -> None:
         self._remote_args = remote_args
+        self.opener = opener
 
         def run() -> None:
             try:
@@ -67,6 +69,31 @@ class Executor:
                 self._session_future.set_exception(exc)
 
         threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
+
+    def switch_session(self, opener: Callable[[], Any]) -> tuple[Any, Any, list[str]]:
+        """Open a session with `opener` and make it the current one; the previous session is let go
+        with its queries still running on their server. Returns the new session, the previous one
+        and the names of the queries left running. When opening fails, nothing changes."""
+        session = opener()
+        old = self.session_or_none()
+        left: list[str] = []
+        if old is not None:
+            with contextlib.suppress(SparkscopeError):  # the old server may be gone
+                left = [q.name for q in old._adopt_active()]
+        alerts_on = self._live.alerts_on if self._live is not None else True
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+        self.opener = opener
+        self._session_future = Future()
+        self._populate(session)
+        if self._live is not None:
+            self._live.alerts_on = alerts_on
+        self._session_future.set_result(session)
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.close(stop_queries=False)
+        return session, old, left
 
     def set_session(self, session: Any, remote_args: str = "") -> None:
         self._remote_args = remote_args

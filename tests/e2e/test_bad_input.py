@@ -6,7 +6,7 @@ import re
 
 import pexpect
 
-from tests.e2e.conftest import clean, spawn
+from tests.e2e.conftest import Repl, clean, spawn
 
 CASES = [
     (":pek counts", "error: Unknown command :pek. Did you mean :peek? Type :help for the list."),
@@ -63,15 +63,36 @@ def test_bad_inputs_each_give_one_clear_line_and_a_live_prompt(repl):
     assert re.search(r"\| alive\s+\| [0-9a-f]{8} \| active", out), "a bad input lost the running query"
 
 
-def test_unreachable_server_on_startup_is_one_line_and_the_prompt_stays(sandbox):
+def test_unreachable_server_on_startup_is_one_line_then_connect_recovers(remote_url):
     from sparkscope.client.server import free_port
 
-    child = spawn("--remote", f"sc://localhost:{free_port()}")
+    nowhere = free_port()
+    child = spawn("--remote", f"sc://localhost:{nowhere}")
     child.expect(r"error: Cannot reach a Spark Connect server at localhost:\d+\. Check the URL", timeout=30)
-    child.send("1 + 1\r")
-    child.expect("2", timeout=10)
-    child.send(":queries\r")
-    child.expect(r"error: Cannot reach a Spark Connect server", timeout=10)
+    shell = Repl(child)
+    shell.prompt()
+    assert shell.run("1 + 1").strip() == "2"
+    assert "error: Cannot reach a Spark Connect server" in shell.run(":queries")
+    assert f"error: Cannot reach a Spark Connect server at localhost:{nowhere}" in shell.run(":connect")
+
+    out = shell.run(f":connect {remote_url}")
+    assert re.search(rf"Connected to {remote_url} \(session [0-9a-f]{{8}}, Spark 4\.3\.0\)\.", out)
+    assert "Started ticks" in shell.run(":start ticks spark.readStream.format('rate').load()")
+    out = shell.run(":connect sc://localhost:1")
+    assert out.strip() == ("error: Cannot reach a Spark Connect server at localhost:1. "
+                           "Check the URL and that the server is running (sparkscope server status).")
+    assert re.search(r"\| ticks\s+\| [0-9a-f]{8} \| active", shell.run(":queries")), "a failed :connect lost the query"
+    assert shell.run(":connect").strip().startswith(f"Already connected to {remote_url} (session ")
+
+    old_session = re.search(r"session id\s+\|\s+(\S+)", shell.run(":session")).group(1)
+    out = shell.run(f":connect {remote_url}")
+    assert f"Left ticks running in the previous session; reattach with :connect {remote_url} " \
+           f"--session-id {old_session}" in re.sub(r"\s*\n\s*", " ", out)
+    assert "(no queries: start one with :start NAME)" in shell.run(":queries")
+    out = shell.run(f":connect {remote_url} --session-id {old_session}")
+    assert "Connected to" in out
+    assert re.search(r"\| ticks\s+\| [0-9a-f]{8} \| active", shell.run(":queries"))
+    assert shell.run(":stop ticks").strip() == "Stopped ticks"
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=15)
     assert "Traceback" not in clean(child.before)

@@ -130,9 +130,16 @@ def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
         assert "SPARK_CONNECT_AUTHENTICATE_TOKEN" in str(missing.value)
         token_in_log = token in local.log_path.read_text(errors="replace")
         assert not token_in_log
+        survivor = sparkscope.connect(f"sc://localhost:{info.port}/;token={token}")
     finally:
         stopped = local.stop(grace=10)
     assert stopped is not None and stopped.pid == info.pid
+    with pytest.raises(ConnectionFailed) as gone:  # the server went away under an open session
+        survivor.queries()
+    assert str(gone.value) == ("The Spark Connect server is not reachable. "
+                               "Check that it is running (sparkscope server status) and the URL is right.")
+    assert token not in str(gone.value) and token not in repr(gone.value.__cause__)
+    survivor.close()
     assert not os.path.exists(f"/proc/{info.pid}") or b"Z" in Path(f"/proc/{info.pid}/stat").read_bytes()[:60]
     assert local.running() is None
 

@@ -132,6 +132,12 @@ def translate(exc: BaseException) -> SparkscopeError:
             "Reconnect without --session-id to start a new session",
             error_class,
         )
+    if error_class == "NO_ACTIVE_SESSION":
+        return ConfigError(
+            "This DataFrame belongs to a session that was closed",
+            "Build it again from the current session (spark / ss); DataFrames do not move between sessions",
+            error_class,
+        )
     if "OPERATION_CANCELED" in text or "cancelled" in lowered and "operation" in lowered:
         return Cancelled("Cancelled", "", error_class or name)
     if name in ("StreamingQueryException",):

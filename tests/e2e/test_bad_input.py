@@ -85,10 +85,14 @@ def test_unreachable_server_on_startup_is_one_line_then_connect_recovers(remote_
     assert shell.run(":connect").strip().startswith(f"Already connected to {remote_url} (session ")
 
     old_session = re.search(r"session id\s+\|\s+(\S+)", shell.run(":session")).group(1)
+    assert shell.run("ticks_df = spark.readStream.format('rate').load()").strip() == ""
     out = shell.run(f":connect {remote_url}")
     assert f"Left ticks running in the previous session; reattach with :connect {remote_url} " \
            f"--session-id {old_session}" in re.sub(r"\s*\n\s*", " ", out)
     assert "(no queries: start one with :start NAME)" in shell.run(":queries")
+    assert shell.run(":start again ticks_df").strip() == (
+        "error: This DataFrame belongs to a session that was closed. Build it again from the current session "
+        "(spark / ss); DataFrames do not move between sessions.")
     out = shell.run(f":connect {remote_url} --session-id {old_session}")
     assert "Connected to" in out
     assert re.search(r"\| ticks\s+\| [0-9a-f]{8} \| active", shell.run(":queries"))

@@ -9,6 +9,7 @@ Run: make bench  (or .venv/bin/python benchmarks/bench_peek.py)
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 
 from common import private_server
@@ -31,10 +32,8 @@ def interleaved_medians(calls: dict, runs: int) -> dict:
 def main() -> None:
     import sparkscope
 
-    with private_server() as url, sparkscope.connect(url) as ss:
-        import tempfile
-
-        data = tempfile.mkdtemp(prefix="sparkscope-bench-peek-")
+    with private_server() as url, sparkscope.connect(url) as ss, \
+            tempfile.TemporaryDirectory(prefix="sparkscope-bench-peek-") as data:
         ss.spark.range(1_000_000).selectExpr("id", "id * 2 as value", "uuid() as tag") \
             .write.mode("overwrite").parquet(data)
         rows = ss.source.files("parquet", data, schema="id BIGINT, value BIGINT, tag STRING")

@@ -7,12 +7,14 @@ and the `sparkscope` commands started by the tests find this server as "the loca
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+_OWN_SANDBOX = not os.environ.get("SPARKSCOPE_TEST_SANDBOX")
 _SANDBOX = Path(os.environ.get("SPARKSCOPE_TEST_SANDBOX") or tempfile.mkdtemp(prefix="sparkscope-tests-"))
 os.environ["SPARKSCOPE_TEST_SANDBOX"] = str(_SANDBOX)
 os.environ["XDG_STATE_HOME"] = str(_SANDBOX / "state")
@@ -59,3 +61,9 @@ def data_dir(tmp_path) -> Path:
     path = tmp_path / "data"
     path.mkdir()
     return path
+
+
+def pytest_unconfigure(config):
+    """After every fixture (the server included) has stopped: remove the sandbox this run made."""
+    if _OWN_SANDBOX:
+        shutil.rmtree(_SANDBOX, ignore_errors=True)

@@ -332,11 +332,14 @@ def conf(ctx, args, opts):
          options={"session-id": "value"}, args=(0, 1), needs_session=False)
 def connect(ctx, args, opts):
     from ..client.probe import try_probe
+    from ..client.remote import validate_session_id
     from ..client.session import Session, resolve_target
 
     url, session_id = (args[0] if args else None), opts.get("session-id")
+    if session_id is not None:
+        validate_session_id(session_id)
     if url is None and session_id is None:
-        if not ctx._session_future.done():
+        if ctx.connecting:
             raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
         current = ctx.session_or_none()
         if current is not None and try_probe(current.target, timeout=2) is not None:
@@ -344,7 +347,11 @@ def connect(ctx, args, opts):
                            ":connect URL switches to another server.")
         opener = ctx.opener
     else:
+        current = ctx.session_or_none()
+
         def opener():
+            if url is None and current is not None:  # another session on the same server
+                return Session.open(current.target.with_session(session_id))
             return Session.open(resolve_target(url, session_id=session_id))
     if opener is None:
         raise UsageError("There is nothing to connect to", "Give a URL: :connect sc://host:15002")

@@ -131,6 +131,10 @@ class Executor:
         return self._session_future.result()
 
     @property
+    def connecting(self) -> bool:
+        return not self._session_future.done()
+
+    @property
     def connected(self) -> bool:
         return self._session_future.done() and self._session_future.exception() is None
 

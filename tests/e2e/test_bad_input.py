@@ -39,6 +39,10 @@ CASES = [
     ("r.count()", "error: "),
     ("r.isStreaming()", "hint: isStreaming is a property, not a method: write df.isStreaming without ()"),
     (":await alive --timeout soon", "error: 'soon' is not a number of seconds."),
+    (":connect --session-id nope", "error: 'nope' is not a session id. A session id is a UUID, as printed by "
+                                   ":session."),
+    (":connect http://x:1", "error: 'http://x:1' is not a Spark Connect URL. Use sc://host:port, e.g. "
+                            "sc://localhost:15002."),
     (":conf", None),
 ]
 
@@ -93,7 +97,7 @@ def test_unreachable_server_on_startup_is_one_line_then_connect_recovers(remote_
     assert shell.run(":start again ticks_df").strip() == (
         "error: This DataFrame belongs to a session that was closed. Build it again from the current session "
         "(spark / ss); DataFrames do not move between sessions.")
-    out = shell.run(f":connect {remote_url} --session-id {old_session}")
+    out = shell.run(f":connect --session-id {old_session}")  # same server, that session
     assert "Connected to" in out
     assert re.search(r"\| ticks\s+\| [0-9a-f]{8} \| active", shell.run(":queries"))
     assert shell.run(":stop ticks").strip() == "Stopped ticks"

@@ -157,7 +157,9 @@ class Session:
         shape = plan_shape(self._call(df._explain_string, extended=True))
         chosen = choose_mode(shape, sink, mode)
         warning = watermark_warning(shape)
-        if checkpoint is None and sink != "console" and self.checkpoint_root:
+        # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
+        # name would resume (or fail on) an unrelated query's offsets and state.
+        if checkpoint is None and self.checkpoint_root:
             checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
         writer = df.writeStream.queryName(name).outputMode(chosen)
         if parsed_trigger.kind != "default":

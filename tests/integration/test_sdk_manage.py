@@ -57,3 +57,16 @@ def test_rate_source_needs_a_positive_rate(ss):
     with pytest.raises(ConfigError) as err:
         ss.source.rate(0)
     assert str(err.value) == "rows_per_second must be positive, not 0. Pass 1 or more."
+
+
+def test_a_name_used_again_gets_a_fresh_checkpoint(ss, data_dir):
+    (data_dir / "a.json").write_text('{"n": 1}\n')
+    first = ss.start(ss.source.files("json", str(data_dir), schema="n INT"), "reused", sink="console",
+                     trigger="available-now")
+    first.await_termination(60)
+    second = ss.start(ss.source.rate(5), "reused", sink="console")  # another source under the same name
+    try:
+        assert second.checkpoint != first.checkpoint
+        assert second.await_termination(3) is False  # still running: it did not pick up first's offsets
+    finally:
+        second.stop()

@@ -79,7 +79,7 @@ class Executor:
         left: list[str] = []
         if old is not None:
             with contextlib.suppress(SparkscopeError):  # the old server may be gone
-                left = [q.name for q in old._adopt_active()]
+                left = [q.name for q in old.queries() if q.state == "active"]
         alerts_on = self._live.alerts_on if self._live is not None else True
         if self._live is not None:
             self._live.close()

@@ -1,8 +1,9 @@
 """ss.peek(20 rows) of a 1,000,000-row memory table vs plain pyspark reading the same table.
 
 Baselines, same run and same session: spark.sql("select * from t").toPandas() (what a naive peek
-does) and spark.sql("select * from t limit 20").toPandas(). After one warm-up call of each, the
-three run in turn RUNS times (so JVM warm-up and drift hit them alike); medians reported.
+does), spark.sql("select * from t limit 20").toPandas() and spark.table(t).limit(20).toArrow() (what
+peek sends). After one warm-up call of each they run in rounds, each round starting with another
+call (JVM warm-up, GC and drift hit them alike); medians of RUNS rounds.
 Run: make bench  (or .venv/bin/python benchmarks/bench_peek.py)
 """
 
@@ -14,17 +15,20 @@ import time
 
 from common import private_server
 
-RUNS = 7
+RUNS = 15
 
 
 def interleaved_medians(calls: dict, runs: int) -> dict:
-    samples: dict = {name: [] for name in calls}
+    """Median seconds per call; every round runs each call once, starting with a different one."""
+    names = list(calls)
+    samples: dict = {name: [] for name in names}
     for fn in calls.values():
         fn()
-    for _ in range(runs):
-        for name, fn in calls.items():
+    for round_ in range(runs):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
             started = time.perf_counter()
-            fn()
+            calls[name]()
             samples[name].append(time.perf_counter() - started)
     return {name: statistics.median(values) for name, values in samples.items()}
 
@@ -44,12 +48,14 @@ def main() -> None:
             "peek": lambda: ss.peek("bench_peek", 20),
             "full": lambda: ss.spark.sql("select * from bench_peek").toPandas(),
             "limited": lambda: ss.spark.sql("select * from bench_peek limit 20").toPandas(),
+            "same_plan": lambda: ss.spark.table("bench_peek").limit(20).toArrow(),
         }, RUNS)
-        peek, full, limited = times["peek"], times["full"], times["limited"]
+        peek, full, limited, same = times["peek"], times["full"], times["limited"], times["same_plan"]
         print(f"memory table rows          : {total:,}")
         print(f"ss.peek(20)                : {peek * 1000:7.1f} ms")
         print(f"select * .toPandas()       : {full * 1000:7.1f} ms  (peek = {peek / full:.3f}x)")
         print(f"select * limit 20 .toPandas: {limited * 1000:7.1f} ms  (peek = {peek / limited:.2f}x)")
+        print(f"table().limit(20).toArrow  : {same * 1000:7.1f} ms  (peek = {peek / same:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ class Executor:
         self.format_override: str | None = None
         self._session_future: Future = Future()
         self.opener: Callable[[], Any] | None = None  # how the current session was opened
-        self._remote_args = ""
         self._live: Any = None
         self._cancel_hooks: list[Callable[[], str | None]] = []
 
@@ -56,8 +55,7 @@ class Executor:
         return self._err or sys.stderr
 
     # -- the session, which may still be connecting ---------------------------------------------
-    def connect_in_background(self, opener: Callable[[], Any], remote_args: str = "") -> None:
-        self._remote_args = remote_args
+    def connect_in_background(self, opener: Callable[[], Any]) -> None:
         self.opener = opener
 
         def run() -> None:
@@ -95,8 +93,7 @@ class Executor:
                 old.close(stop_queries=False)
         return session, old, left
 
-    def set_session(self, session: Any, remote_args: str = "") -> None:
-        self._remote_args = remote_args
+    def set_session(self, session: Any) -> None:
         self._populate(session)
         self._session_future.set_result(session)
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 
+from .secrets import redact
+
 
 class SparkscopeError(Exception):
     """Base class: a message for the user, plus an optional hint."""
 
     def __init__(self, message: str, hint: str = "", error_class: str | None = None):
-        self.message = message.rstrip(".")
-        self.hint = hint
+        # Whatever its source (pyspark, gRPC, the JVM), no text leaves sparkscope with a token in it.
+        self.message = redact(message).rstrip(".")
+        self.hint = redact(hint)
         self.error_class = error_class
         super().__init__(str(self))
 
@@ -36,6 +39,10 @@ class ConnectionFailed(SparkscopeError):
 
 class AuthenticationFailed(ConnectionFailed):
     """The server wants a token we did not give, or rejected the one we gave."""
+
+
+class DeadlineExceeded(ConnectionFailed):
+    """A call got no answer in time (a frozen network or a stuck server); it was abandoned."""
 
 
 class ServerError(SparkscopeError):

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .deadline import within
+from .errors import SparkscopeError
 from .progress import Progress
 from .query import summarise_error
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .session import Session
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
+CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ class Monitor:
         if self.mode != "stopped":
             return self
         self._stop.clear()
-        self._seed()
+        with contextlib.suppress(SparkscopeError):  # a stuck server: start with what events bring
+            within(CALL_DEADLINE, self._seed, "listing the session's queries")
         if self._use_listener and self._register():
             self.mode = "listener"
             loop = self._watchdog
@@ -116,8 +120,9 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._listener is not None:
-            with contextlib.suppress(Exception):
-                self._session.spark.streams.removeListener(self._listener)
+            listener, streams = self._listener, self._session.spark.streams
+            with contextlib.suppress(Exception):  # pyspark waits for the event thread with no deadline
+                within(CALL_DEADLINE, lambda: streams.removeListener(listener), "removing the live event listener")
             self._listener = None
         self.mode = "stopped"
 
@@ -220,8 +225,8 @@ class Monitor:
 
         listener = _Listener()
         streams = self._session.spark.streams
-        try:
-            streams.addListener(listener)  # pyspark swallows a failure here and only warns
+        try:  # pyspark swallows a failure here and only warns; a stuck server never answers at all
+            within(CALL_DEADLINE, lambda: streams.addListener(listener), "adding the live event listener")
         except Exception:
             return False
         if not self._listener_healthy(listener):
@@ -235,15 +240,19 @@ class Monitor:
         thread = bus._execution_thread
         return (listener or self._listener) in bus._listener_bus and thread is not None and thread.is_alive()
 
-    def _reset_bus(self) -> list[Any]:
+    def _reset_bus(self) -> list[Any] | None:
         """Make pyspark's bus forget the dead event stream, so adding a listener registers anew."""
         bus = self._session.spark.streams._sqlb
-        with bus._lock:
+        if not bus._lock.acquire(timeout=CALL_DEADLINE):  # a stuck addListener holds it
+            return None
+        try:
             if self._listener in bus._listener_bus:
                 bus._listener_bus.remove(self._listener)
             others = list(bus._listener_bus)
             bus._listener_bus.clear()
             bus._execution_thread = None
+        finally:
+            bus._lock.release()
         return others
 
     def _watchdog(self) -> None:
@@ -251,7 +260,7 @@ class Monitor:
             if self._listener is None or self._listener_healthy():
                 continue
             others = self._reset_bus()
-            if self._register():
+            if others is not None and self._register():
                 bus = self._session.spark.streams._sqlb
                 with bus._lock:
                     bus._listener_bus.extend(others)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from pathlib import Path
+
+log = logging.getLogger("sparkscope")
 
 
 def config_dir() -> Path:
@@ -14,9 +18,30 @@ def config_dir() -> Path:
 def state_dir() -> Path:
     """The state directory (server pid/port/log, history, checkpoints), created 0700."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    path = Path(base) / "sparkscope"
+    return private_dir(Path(base) / "sparkscope")
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` mode 0700, or tighten an existing one that others can read (with one notice):
+    the state dir holds the server's token, and checkpoints hold the user's data and state."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077 and path.stat().st_uid == os.getuid():
+        os.chmod(path, 0o700)
+        log.warning("%s was readable by other users (mode %o); made it private (0700)", path, mode)
     return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` atomically with `text`, mode 0600 from the first byte (it may hold a secret)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
 
 
 def for_server(path: str, same_machine: bool) -> str:

@@ -24,15 +24,19 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 
 def _channel(target: Target):
+    """The channel pyspark's ChannelBuilder.toChannel would build (checked against pyspark 4.3.0): plain
+    without a token; gRPC local credentials to 'localhost' (loopback only); TLS everywhere else.
+    The token rides as call credentials, which gRPC refuses to send over a channel it deems insecure."""
     import grpc
 
     endpoint = f"{target.host}:{target.port}"
-    if target.use_ssl:
-        creds = grpc.ssl_channel_credentials()
-        if target.token:
-            creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(target.token))
-        return grpc.secure_channel(endpoint, creds)
-    return grpc.insecure_channel(endpoint)
+    if not target.use_ssl and not target.token:
+        return grpc.insecure_channel(endpoint)
+    # ssl_channel_credentials() trusts GRPC_DEFAULT_SSL_ROOTS_FILE_PATH when set, as pyspark's channel does
+    creds = grpc.local_channel_credentials() if target.token_in_clear else grpc.ssl_channel_credentials()
+    if target.token:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(target.token))
+    return grpc.secure_channel(endpoint, creds)
 
 
 def probe(target: Target, timeout: float = 3.0) -> str:
@@ -41,9 +45,6 @@ def probe(target: Target, timeout: float = 3.0) -> str:
     from pyspark.sql.connect.proto import base_pb2 as pb
     from pyspark.sql.connect.proto import base_pb2_grpc as pb_grpc
 
-    metadata = []
-    if target.token and not target.use_ssl:
-        metadata.append(("authorization", f"Bearer {target.token}"))
     session_id = str(uuid.uuid4())
     user = pb.UserContext(user_id="sparkscope-probe")
     channel = _channel(target)
@@ -52,28 +53,44 @@ def probe(target: Target, timeout: float = 3.0) -> str:
         request = pb.AnalyzePlanRequest(session_id=session_id, user_context=user, client_type="sparkscope-probe")
         request.spark_version.SetInParent()
         try:
-            response = stub.AnalyzePlan(request, timeout=timeout, metadata=metadata)
+            response = stub.AnalyzePlan(request, timeout=timeout)
         except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            if code == grpc.StatusCode.UNAUTHENTICATED or code == grpc.StatusCode.PERMISSION_DENIED:
-                hint = (
-                    "Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
-                    if not target.token
-                    else "The token does not match the server's spark.connect.authenticate.token"
-                )
-                raise AuthenticationFailed(f"{target.display} refused the connection: authentication failed", hint) from None
-            raise ConnectionFailed(
-                f"Cannot reach a Spark Connect server at {target.host}:{target.port}",
-                "Check the URL and that the server is running (sparkscope server status)",
-                error_class=str(code),
-            ) from None
+            raise _probe_error(target, exc) from None
         with contextlib.suppress(grpc.RpcError):  # the probe's session is released best-effort
-            stub.ReleaseSession(
-                pb.ReleaseSessionRequest(session_id=session_id, user_context=user), timeout=timeout, metadata=metadata
-            )
+            stub.ReleaseSession(pb.ReleaseSessionRequest(session_id=session_id, user_context=user), timeout=timeout)
         return response.spark_version.version
     finally:
         channel.close()
+
+
+def _probe_error(target: Target, exc) -> ConnectionFailed:
+    import grpc
+
+    code = exc.code() if hasattr(exc, "code") else None
+    details = (exc.details() if hasattr(exc, "details") else "") or ""
+    where = f"{target.host}:{target.port}"
+    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        hint = ("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
+                if not target.token else "The token does not match the server's spark.connect.authenticate.token")
+        return AuthenticationFailed(f"{target.display} refused the connection: authentication failed", hint)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and port_open(target.host, target.port, timeout=1):
+        return ConnectionFailed(f"{where} accepted the connection but did not answer as a Spark Connect server",
+                                "Check the port, and whether it expects TLS (;use_ssl=true) or plaintext",
+                                error_class=str(code))
+    if target.needs_tls and port_open(target.host, target.port, timeout=1):
+        why = ("a token is sent only over TLS, except to host 'localhost'" if not target.use_ssl
+               else "use_ssl=true was asked for")
+        if "certificate" in details.lower() or "CERTIFICATE_VERIFY_FAILED" in details:
+            return ConnectionFailed(f"The TLS certificate of {where} is not trusted",
+                                    "Point GRPC_DEFAULT_SSL_ROOTS_FILE_PATH at the CA bundle that signed it",
+                                    error_class=str(code))
+        return ConnectionFailed(f"The TLS handshake with {where} failed ({why})",
+                                "If the server speaks plaintext, connect to sc://localhost:PORT on this machine, "
+                                "or put a TLS proxy in front of it",
+                                error_class=str(code))
+    return ConnectionFailed(f"Cannot reach a Spark Connect server at {where}",
+                            "Check the URL and that the server is running (sparkscope server status)",
+                            error_class=str(code))
 
 
 def try_probe(target: Target, timeout: float = 3.0) -> str | None:

@@ -6,6 +6,8 @@ import contextlib
 import io
 import json
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,8 @@ from .progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.streaming.query import StreamingQuery
+
+AWAIT_SLICE = 1.0  # seconds per awaitTermination call: the longest a cancelled wait lingers on the server
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,20 @@ class Query:
         return buffer.getvalue().rstrip("\n")
 
     # -- control ------------------------------------------------------------------------------
-    def await_termination(self, timeout: float | None = None) -> bool:
-        """True when the query ended within `timeout` seconds; raises QueryFailed if it failed."""
+    def await_termination(self, timeout: float | None = None, cancelled: threading.Event | None = None) -> bool:
+        """True when the query ended within `timeout` seconds; raises QueryFailed if it failed.
+
+        Waits in one-second server calls, checking `cancelled` in between: interrupting a server call
+        that waits on a query stops the query (pyspark 4.3), so a cancelled wait just stops waiting."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            if timeout is None:
-                self._handle.awaitTermination()
-                return True
-            return bool(self._handle.awaitTermination(int(max(1, round(timeout)))))
+            while not (cancelled is not None and cancelled.is_set()):
+                left = AWAIT_SLICE if deadline is None else min(AWAIT_SLICE, deadline - time.monotonic())
+                if self._handle.awaitTermination(max(0.001, left)):
+                    return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+            return False
         except Exception as exc:
             error = translate(exc)
             if isinstance(error, QueryFailed) or "StreamingQueryException" in type(exc).__name__:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import ConfigError
+from .secrets import REDACTED, redact, remember_secret
 from .paths import config_file
 
 if sys.version_info >= (3, 11):
@@ -25,7 +27,6 @@ DEFAULT_PORT = 15002
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 REMOTE_ENV = "SPARK_REMOTE"
 PROFILE_ENV = "SPARKSCOPE_PROFILE"
-REDACTED = "***"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,14 @@ class Target:
     session_id: str | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     source: str = "flag"  # flag | env | profile | local
+    # Where the token came from (url | argument | env | profile | state), so a hint can say where to
+    # find it again without ever printing it; `profile` names the profile that chose this target.
+    token_source: str | None = None
+    profile: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.token:
+            remember_secret(self.token)
 
     @property
     def use_ssl(self) -> bool:
@@ -49,7 +58,8 @@ class Target:
         if with_session and self.session_id:
             parts.append(f"session_id={self.session_id}")
         if self.token:
-            parts.append(f"token={self.token if with_token else REDACTED}")
+            # pyspark unquotes parameter values, so a token with '=' or ';' (base64) travels quoted
+            parts.append(f"token={urllib.parse.quote(self.token, safe='') if with_token else REDACTED}")
         tail = "/;" + ";".join(parts) if parts else ""
         return f"sc://{self.host}:{self.port}{tail}"
 
@@ -61,6 +71,17 @@ class Target:
     def on_this_machine(self) -> bool:
         """The server runs here, so it sees this machine's files (relative paths need making absolute)."""
         return self.host in ("localhost", "127.0.0.1", "::1")
+
+    @property
+    def token_in_clear(self) -> bool:
+        """pyspark's rule (ChannelBuilder.toChannel, checked against 4.3.0): a token goes over TLS,
+        except to host 'localhost' without use_ssl, where gRPC's local credentials carry it in clear
+        over loopback. Anything else with a token means TLS."""
+        return bool(self.token) and not self.use_ssl and self.host == "localhost"
+
+    @property
+    def needs_tls(self) -> bool:
+        return self.use_ssl or (bool(self.token) and self.host != "localhost")
 
     def with_session(self, session_id: str | None) -> Target:
         return replace(self, session_id=session_id)
@@ -96,12 +117,13 @@ def parse_url(url: str, *, source: str = "flag") -> Target:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ConfigError(f"Bad parameter '{redact(item)}' in the Spark Connect URL", "Parameters look like ;key=value")
-        params[key.strip()] = value.strip()
+        params[key.strip()] = urllib.parse.unquote(value.strip())
     token = params.pop("token", None)
     session_id = params.pop("session_id", None)
     if session_id is not None:
         validate_session_id(session_id)
-    return Target(host=host, port=port, token=token, session_id=session_id, params=params, source=source)
+    return Target(host=host, port=port, token=token or None, session_id=session_id, params=params, source=source,
+                  token_source="url" if token else None)
 
 
 def validate_session_id(session_id: str) -> str:
@@ -110,15 +132,6 @@ def validate_session_id(session_id: str) -> str:
     except ValueError:
         raise ConfigError(f"'{session_id}' is not a session id", "A session id is a UUID, as printed by :session") from None
     return session_id
-
-
-def redact(text: str) -> str:
-    """Hide the value of any token=… parameter in a URL or message."""
-    out = []
-    for piece in text.split(";"):
-        key, eq, _ = piece.partition("=")
-        out.append(f"{key}={REDACTED}" if eq and key.strip().lower() == "token" else piece)
-    return ";".join(out)
 
 
 def _read_config(path: Path) -> dict:
@@ -199,14 +212,20 @@ def resolve(
         if profile and not profile_data:
             raise ConfigError(f"No profile named '{profile}'", "Add it to config.toml")
         return None
-    chosen_token = target.token or token or env.get(TOKEN_ENV) or profile_data.get("token")
-    if not chosen_token and profile_data.get("token_env"):
-        chosen_token = env.get(str(profile_data["token_env"]))
+    candidates = [(target.token, "url"), (token, "argument"), (env.get(TOKEN_ENV), "env"),
+                  (profile_data.get("token"), "profile")]
+    if profile_data.get("token_env"):
+        candidates.append((env.get(str(profile_data["token_env"])), "profile"))
+    chosen_token, token_source = next(((t, s) for t, s in candidates if t), (None, None))
     if session_id:
         validate_session_id(session_id)
-    return replace(target, token=chosen_token or None, session_id=session_id or target.session_id)
+    return replace(target, token=chosen_token or None, token_source=token_source,
+                   profile=profile_name if profile_data else None,
+                   session_id=session_id or target.session_id)
 
 
-def local_target(port: int, token: str | None = None, session_id: str | None = None) -> Target:
-    """The embedded server. Host 'localhost' lets pyspark send a token without TLS."""
-    return Target(host="localhost", port=port, token=token, session_id=session_id, source="local")
+def local_target(port: int, token: str | None = None, session_id: str | None = None,
+                 token_source: str | None = "state") -> Target:
+    """The embedded server. Host 'localhost' lets pyspark send a token without TLS (loopback only)."""
+    return Target(host="localhost", port=port, token=token, session_id=session_id, source="local",
+                  token_source=token_source if token else None)

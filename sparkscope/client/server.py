@@ -8,26 +8,37 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ServerError
-from .paths import server_config_dir, state_dir
+from .paths import private_dir, server_config_dir, state_dir, write_private
 from .probe import port_open, try_probe
 from .remote import DEFAULT_PORT, TOKEN_ENV, Target, local_target
+from .secrets import remember_secret
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+TOKEN_CONF = "spark.connect.authenticate.token"
 STATE_FILE = "server.json"
+TOKEN_FILE = "token"
 LOG_FILE = "server.log"
 MIN_JAVA = 17
+START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's record of the process start
+# Lines after which the server will never answer: say why at once instead of waiting out the timeout.
+_FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
+                    r"Failed to bind|Could not parse Master URL|NumberFormatException|INVALID_CONF_VALUE|"
+                    r"Error while instantiating 'org\.apache\.spark\.sql\.internal\.SessionStateBuilder'")
+log = logging.getLogger("sparkscope")
 
 
 @dataclass
@@ -39,17 +50,26 @@ class ServerInfo:
     version: str | None = None
     reused: bool = False
     startup_seconds: float | None = None
+    token: str | None = field(default=None, repr=False)
+    ready: bool = False
+
+    @property
+    def auth(self) -> bool:
+        return bool(self.token)
 
     @property
     def uptime(self) -> float:
         return max(0.0, time.time() - self.started_at)
 
     def target(self, token: str | None = None) -> Target:
-        return local_target(self.port, token=token)
+        """The server as a client target; its own token unless another is given."""
+        if token:
+            return local_target(self.port, token=token, token_source="argument")
+        return local_target(self.port, token=self.token)
 
     @property
     def url(self) -> str:
-        return self.target().display
+        return local_target(self.port).display
 
 
 def pyspark_home() -> Path:
@@ -106,23 +126,72 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _is_our_server(pid: int) -> bool:
-    """True when `pid` is a live SparkConnectServer JVM (guards against pid reuse)."""
+def _process_start(pid: int) -> float | None:
+    """When the kernel started `pid`, as a Unix time (Linux /proc), or None when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        ticks = int(fields[19])  # field 22 of stat: start time in clock ticks after boot
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP `port` (any address), from /proc/net/tcp{,6}."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                cols = line.split()
+                if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(cols[9])
+    return inodes
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+    return False
+
+
+def _is_our_server(info: ServerInfo) -> bool:
+    """True only when the pid file's process is the server this state dir started: alive, ours (same
+    user), the Connect server class with our port on its command line, started when we recorded it,
+    and, once it has answered, listening on that port. A reused pid or a decoy fails one of these."""
+    pid = info.pid
     if not _pid_alive(pid):
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        owner = os.stat(f"/proc/{pid}").st_uid
     except OSError:
-        return True  # no /proc (macOS): trust the pid file
-    return SERVER_CLASS in cmdline
+        return not Path("/proc/self").exists()  # no /proc (macOS): trust the pid file
+    if owner != os.getuid() or SERVER_CLASS not in cmdline:
+        return False
+    if f"spark.connect.grpc.binding.port={info.port} " not in cmdline + " ":
+        return False
+    started = _process_start(pid)
+    if started is not None and abs(started - info.started_at) > START_TIME_SLACK:
+        return False
+    return not info.ready or _listens_on(pid, info.port)
 
 
 class LocalServer:
     """Start, stop and inspect the embedded server whose files live in `home` (the state dir)."""
 
     def __init__(self, home: Path | None = None):
-        self.home = Path(home) if home else state_dir()
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.home = private_dir(Path(home)) if home else state_dir()
 
     @property
     def state_path(self) -> Path:
@@ -131,6 +200,20 @@ class LocalServer:
     @property
     def log_path(self) -> Path:
         return self.home / LOG_FILE
+
+    @property
+    def token_path(self) -> Path:
+        return self.home / TOKEN_FILE
+
+    def token(self) -> str | None:
+        """The running server's token (mode 0600 file in the state dir), or None when auth is off."""
+        try:
+            token = self.token_path.read_text().strip() or None
+        except OSError:
+            return None
+        if token:
+            remember_secret(token)
+        return token
 
     @property
     def checkpoint_root(self) -> Path:
@@ -147,34 +230,34 @@ class LocalServer:
         try:
             data = json.loads(self.state_path.read_text())
             return ServerInfo(pid=int(data["pid"]), port=int(data["port"]), started_at=float(data["started_at"]),
-                              log=Path(data.get("log", self.log_path)))
+                              log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
+                              token=self.token() if data.get("auth") else None)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def _write_state(self, info: ServerInfo) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": info.pid, "port": info.port, "started_at": info.started_at,
-                                   "log": str(info.log)}))
-        os.chmod(tmp, 0o600)
-        tmp.replace(self.state_path)
+        write_private(self.state_path, json.dumps({
+            "pid": info.pid, "port": info.port, "started_at": info.started_at, "log": str(info.log),
+            "auth": info.auth, "ready": info.ready}))
 
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
+        self.token_path.unlink(missing_ok=True)
 
     def running(self) -> ServerInfo | None:
         """The server we started, if its process is still alive; a stale pid file is removed."""
         info = self._read_state()
         if info is None:
             return None
-        if not _is_our_server(info.pid):
+        if not _is_our_server(info):
             self._clear_state()
             return None
         return info
 
-    def status(self, token: str | None = None) -> ServerInfo | None:
+    def status(self) -> ServerInfo | None:
         info = self.running()
         if info is not None:
-            info.version = try_probe(info.target(token or os.environ.get(TOKEN_ENV)), timeout=3)
+            info.version = try_probe(info.target(), timeout=3)
         return info
 
     # -- start ----------------------------------------------------------------------------------
@@ -189,7 +272,7 @@ class LocalServer:
         settings.update(conf)
         cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master]
         for key, value in settings.items():
-            if key == "spark.connect.authenticate.token":
+            if key == TOKEN_CONF:
                 continue  # never on a command line: passed through the environment instead
             cmd += ["--conf", f"{key}={value}"]
         cmd.append(str(connect_jar(home)))
@@ -203,10 +286,20 @@ class LocalServer:
         token: str | None = None,
         timeout: float = 180.0,
         on_wait: Callable[[float], None] | None = None,
+        require_token: bool = True,
     ) -> ServerInfo:
-        """Start the server, or reuse the one already running. Waits until it answers an RPC."""
+        """Start the server, or reuse the one already running. Waits until it answers an RPC.
+
+        The server always requires a token unless require_token=False: the one given (argument,
+        --conf spark.connect.authenticate.token, SPARK_CONNECT_AUTHENTICATE_TOKEN) or a random one.
+        It reaches the JVM through its environment and clients through a 0600 file in the state dir,
+        never through a command line.
+        """
+        if not (0 < timeout < float("inf")):
+            raise ServerError(f"The start timeout must be a positive number of seconds, not {timeout}",
+                              "Pass e.g. --timeout 180")
         conf = dict(conf or {})
-        token = conf.pop("spark.connect.authenticate.token", None) or token
+        token = conf.pop(TOKEN_CONF, None) or token or os.environ.get(TOKEN_ENV)
         existing = self.running()
         if existing is not None:
             if port is not None and port != existing.port:
@@ -214,10 +307,16 @@ class LocalServer:
                     f"The local server is already running on port {existing.port}",
                     "Stop it first (sparkscope server stop) to start one on another port",
                 )
-            existing.version = self._wait_ready(existing, token, timeout, on_wait)
+            existing.version = self._wait_ready(existing, None, timeout, on_wait)
             existing.reused = True
             return existing
+        if not require_token:
+            token = None
+        elif not token:
+            token = secrets.token_urlsafe(32)  # like Jupyter: a random token by default
         port = DEFAULT_PORT if port is None else port
+        if not 0 < port < 65536:
+            raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
         if port_open("127.0.0.1", port, timeout=0.3) or not _port_free(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         java_version()
@@ -232,16 +331,22 @@ class LocalServer:
         env.pop(TOKEN_ENV, None)
         if token:
             env[TOKEN_ENV] = token
-        self.checkpoint_root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.checkpoint_root)  # checkpoints hold the user's data and state
+        private_dir(self.warehouse)
+        self.token_path.unlink(missing_ok=True)
+        if token:
+            remember_secret(token)
+            write_private(self.token_path, token)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
         os.chmod(self.log_path, 0o600)
         started = time.time()
         try:
             proc = subprocess.Popen(self.command(port, master, conf), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                                    stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                    umask=0o077)  # what the server writes is the user's alone
         finally:
             log.close()
-        info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path)
+        info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token)
         self._write_state(info)
         try:
             info.version = self._wait_ready(info, token, timeout, on_wait, proc)
@@ -249,21 +354,28 @@ class LocalServer:
             self._kill(proc.pid, grace=5)
             self._clear_state()
             raise
+        info.ready = True
+        self._write_state(info)
         info.startup_seconds = time.time() - started
         return info
 
     def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
                     on_wait: Callable[[float], None] | None, proc: subprocess.Popen | None = None) -> str:
-        target = info.target(token)
+        target = info.target(token) if token else info.target()
         deadline = time.monotonic() + timeout
         begin = time.monotonic()
+        log_offset = self.log_path.stat().st_size if proc is not None and self.log_path.exists() else 0
         from .errors import AuthenticationFailed
         from .probe import probe
 
         while True:
             if proc is not None and proc.poll() is not None:
                 raise ServerError(f"The Spark Connect server exited during startup (code {proc.returncode}): "
-                                  f"{self._last_error()}", f"See the log: {self.log_path}")
+                                  f"{self._last_error(log_offset)}", f"See the log: {self.log_path}")
+            fatal = self._fatal_error(log_offset) if proc is not None else None
+            if fatal:
+                raise ServerError(f"The Spark Connect server failed to start: {fatal}",
+                                  f"Fix the setting and start again; the log is {self.log_path}")
             if port_open("127.0.0.1", info.port, timeout=0.3):
                 try:
                     return probe(target, timeout=5)
@@ -278,15 +390,33 @@ class LocalServer:
                 on_wait(time.monotonic() - begin)
             time.sleep(0.25)
 
-    def _last_error(self) -> str:
+    def _new_log_lines(self, offset: int) -> list[str]:
         try:
-            lines = self.log_path.read_text(errors="replace").splitlines()[-40:]
+            with open(self.log_path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode(errors="replace").splitlines()
         except OSError:
-            return "no log"
+            return []
+
+    def _fatal_error(self, offset: int) -> str | None:
+        """The cause, in one line, once the new part of the log shows a fatal start-up error."""
+        lines = self._new_log_lines(offset)
+        for index, line in enumerate(lines):
+            if _FATAL.search(line):
+                return _cause(lines[index:index + 40])
+        return None
+
+    def _last_error(self, offset: int = 0) -> str:
+        lines = self._new_log_lines(offset)[-60:]
+        if not lines:
+            return "no output"
+        for index, line in enumerate(lines):
+            if _FATAL.search(line):
+                return _cause(lines[index:])
         for line in reversed(lines):
             if "Exception" in line or "Error" in line or "error" in line:
                 return line.strip()[:200]
-        return lines[-1].strip()[:200] if lines else "no output"
+        return lines[-1].strip()[:200]
 
     # -- stop -----------------------------------------------------------------------------------
     def stop(self, grace: float = 20.0) -> ServerInfo | None:
@@ -304,6 +434,9 @@ class LocalServer:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             return
+        except PermissionError:
+            raise ServerError(f"Process {pid} belongs to another user; not stopping it",
+                              "Stop the server as the user who started it") from None
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             _reap(pid)
@@ -333,6 +466,21 @@ class LocalServer:
                     yield line.rstrip("\n")
                 else:
                     time.sleep(0.2)
+
+
+def _cause(lines: list[str]) -> str:
+    """The most telling line of a JVM failure: the deepest 'Caused by', else the exception line itself,
+    without the logger's prefix and never a stack frame."""
+    causes = [line for line in lines if line.strip().startswith("Caused by:")]
+    candidates = causes[-1:] or [line for line in lines if ("Exception" in line or "Error" in line)
+                                 and not line.strip().startswith("at ")]
+    text = (candidates[0] if candidates else lines[0]).strip()
+    text = re.sub(r"^Caused by:\s*", "", text)
+    text = re.sub(r"^\S+ \S+ (ERROR|WARN) \S+: ", "", text)  # log4j's date, time, level, logger
+    text = re.sub(r"^Exception in thread \"main\"\s*", "", text)
+    text = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", text)  # the Java class name
+    text = re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+", "", text)  # Spark's error class and SQLSTATE
+    return text[:240]
 
 
 def _reap(pid: int) -> None:

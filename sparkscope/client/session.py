@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import uuid
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
+from .deadline import within
+from .errors import ConfigError, ConnectionFailed, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
 from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
 from .probe import probe
 from .query import Query, QueryInfo
 from .quiet import silence_pyspark
-from .remote import TOKEN_ENV, Target, resolve
+from .remote import Target, resolve
 from .rows import Rows, fetch
 from .server import LocalServer
 
@@ -26,6 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.session import SparkSession
 
 KEEPALIVE_SECONDS = 300.0
+CLOSE_DEADLINE = 10.0
+CHECK_DEADLINE = 5.0
+# Set in every session sparkscope opens: a session id the server does not know comes back without it.
+SESSION_MARKER = "sparkscope.session.opened"
 _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ConsoleTable", "console"),
                ("FileSink", "file"))
 
@@ -36,16 +43,21 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
                    on_server_wait: Callable[[float], None] | None = None) -> Target:
     """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured."""
     target = resolve(remote, profile=profile, token=token, session_id=session_id)
-    if target is not None:
-        return target
     server = LocalServer(server_home)
+    if target is not None:
+        if target.token is None and target.on_this_machine:
+            # our own embedded server, named by URL: its token is in our state dir (like Jupyter's)
+            info = server.running()
+            if info is not None and info.port == target.port and info.token:
+                target = replace(target, host="localhost", token=info.token, token_source="state")
+        return target
     info = server.running()
     if info is None:
         if not start_server:
             raise ConfigError("No remote is configured and the local server is not running",
                               "Start it with: sparkscope server start")
-        info = server.start(on_wait=on_server_wait, token=token or os.environ.get(TOKEN_ENV))
-    return info.target(token or os.environ.get(TOKEN_ENV)).with_session(session_id)
+        info = server.start(on_wait=on_server_wait, token=token)
+    return info.target(token).with_session(session_id)
 
 
 def connect(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
@@ -100,7 +112,37 @@ class Session:
         spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
                                                      backoff_multiplier=2.0)])
         session = cls(spark, target.with_session(spark.client._session_id), version, keepalive)
+        try:
+            if target.session_id and not session._known_to_server():
+                session.close(stop_queries=False)
+                raise ConnectionFailed(
+                    f"The server has no session {target.session_id} (it was closed, timed out, or the server "
+                    "restarted)", "Connect without --session-id to open a new session")
+            session._call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+        except BaseException:
+            session._stop_keepalive.set()
+            raise
         return session
+
+    def _known_to_server(self) -> bool:
+        """Whether this session existed before we attached: our marker, or queries of its own."""
+        if self._call(self.spark.conf.get, SESSION_MARKER, None):
+            return True
+        return bool(self._queries)
+
+    def check(self) -> None:
+        """One cheap RPC with a deadline: raises ConnectionFailed when the server is gone, frozen, or
+        no longer knows this session (after a restart it would silently hand out a new, empty one)."""
+        try:
+            marker = within(CHECK_DEADLINE, lambda: self.spark.conf.get(SESSION_MARKER, None), "checking the session")
+        except SparkscopeError:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
+        if not marker:
+            raise ConnectionFailed(f"The server no longer knows session {self.session_id} (it was closed, timed "
+                                   "out, or the server restarted); its queries are gone from it",
+                                   "Run :connect to open a new session")
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -361,13 +403,14 @@ class Session:
         self._stop_keepalive.set()
         if self._monitor is not None:
             self._monitor.close()
+        # A frozen network must not hold the caller: each step gets a deadline and is then abandoned.
         if stop_queries:
             with contextlib.suppress(SparkscopeError):
-                self.stop_all()
+                within(CLOSE_DEADLINE, self.stop_all, "stopping the session's queries")
         else:
             self.spark.release_session_on_close = False
         with contextlib.suppress(Exception):
-            self.spark.stop()
+            within(CLOSE_DEADLINE, self.spark.stop, "releasing the session")
 
     def _call(self, fn, *args, **kwargs):
         try:

@@ -27,8 +27,17 @@ machines: process arguments are visible to other users).
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags get one line, like every other error, instead of a usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        from ..client.secrets import redact
+
+        self.exit(2, f"error: {redact(message)}. Run '{self.prog} --help' for usage.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sparkscope", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A terminal REPL and SDK for Spark Structured Streaming over Spark Connect.",
         epilog=EXAMPLES)
@@ -51,16 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Manage the embedded local Spark Connect server (a JVM started from "
                                         "the pip-installed pyspark). Its pid, port and log live in "
                                         "$XDG_STATE_HOME/sparkscope/.")
-    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,logs}", required=True)
+    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,logs,token}", required=True)
     start = actions.add_parser("start", help="start the server, or reuse the running one")
-    start.add_argument("--port", type=int, default=None, help="gRPC port (default 15002)")
+    start.add_argument("--port", type=_port, default=None, help="gRPC port (default 15002)")
     start.add_argument("--master", default="local[*]", help="local[*] (default) or spark://host:7077")
     start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="extra Spark configuration; repeatable")
-    start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the server (default 180)")
+    start.add_argument("--timeout", type=_seconds, default=180.0,
+                       help="seconds to wait for the server (default 180)")
+    start.add_argument("--no-token", action="store_true",
+                       help="let any local user connect without a token (not recommended)")
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started")
-    stop.add_argument("--grace", type=float, default=20.0, help="seconds before SIGKILL (default 20)")
-    actions.add_parser("status", help="pid, port, URL, uptime, Spark version and log path")
+    stop.add_argument("--grace", type=_seconds, default=20.0, help="seconds before SIGKILL (default 20)")
+    actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path")
+    actions.add_parser("token", help="print the server's token, for a plain pyspark client (stdout only)")
     actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -68,8 +81,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port: use a number from 1 to 65535")
+    return port
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds: use a positive number, e.g. 30")
+    return value
+
+
+def _show_notices() -> None:
+    """The client's one-line notices (logger 'sparkscope') go to stderr as 'notice: …'."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("notice: %(message)s"))
+    logger = logging.getLogger("sparkscope")
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    _show_notices()
     args = build_parser().parse_args(argv)
     if args.version:
         from .. import __version__
@@ -124,16 +171,30 @@ def server_main(args) -> int:
                 sys.stderr.write(f"\rStarting Spark Connect server… {elapsed:4.1f}s")
                 sys.stderr.flush()
 
+        if args.no_token:
+            print("warning: --no-token lets every user of this machine run code as you through the server",
+                  file=sys.stderr)
         info = server.start(port=args.port, master=args.master, conf=_conf_pairs(args.conf),
-                            timeout=args.timeout, on_wait=waiting)
+                            timeout=args.timeout, on_wait=waiting, require_token=not args.no_token)
         if tty:
             sys.stderr.write("\r" + " " * 50 + "\r")
+        auth = "token required" if info.auth else "no token"
         if info.reused:
-            print(f"Spark Connect server already running: {info.url} (pid {info.pid}, Spark {info.version})")
+            print(f"Spark Connect server already running: {info.url} (pid {info.pid}, Spark {info.version}, {auth})")
         else:
             print(f"Spark Connect server started in {info.startup_seconds:.1f}s: {info.url} "
-                  f"(pid {info.pid}, Spark {info.version})")
+                  f"(pid {info.pid}, Spark {info.version}, {auth})")
             print(f"log: {info.log}")
+        return 0
+    if args.action == "token":
+        info = server.running()
+        if info is None:
+            print("error: No local server is running. Start one with: sparkscope server start", file=sys.stderr)
+            return 3
+        if not info.token:
+            print("error: The local server runs without a token (started with --no-token)", file=sys.stderr)
+            return 1
+        print(info.token)
         return 0
     if args.action == "stop":
         info = server.stop(grace=args.grace)
@@ -144,8 +205,10 @@ def server_main(args) -> int:
         if info is None:
             print("No local server is running. Start one with: sparkscope server start")
             return 3
+        auth = (f"token required ({server.token_path}, mode 0600; sparkscope server token prints it)"
+                if info.auth else "off: any local user can connect (started with --no-token)")
         rows = [("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", _human(info.uptime)),
-                ("spark", info.version or "not answering"), ("log", info.log)]
+                ("spark", info.version or "not answering"), ("auth", auth), ("log", info.log)]
         for key, value in rows:
             print(f"{key:<7} {value}")
         return 0

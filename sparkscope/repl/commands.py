@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any
 
-from ..client.errors import UnsupportedOperation
+from ..client.errors import ConnectionFailed, UnsupportedOperation
 from ..client.progress import write_history
 from .registry import REGISTRY, UsageError, command
 from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
@@ -198,14 +199,14 @@ def exception(ctx, args, opts):
 
 @command("await", ":await NAME [--timeout S] [--all-available]",
          "Wait until a query ends (or has processed everything available)",
-         options={"timeout": "value", "all-available": "flag"}, args=(1, 1))
+         options={"timeout": "value", "all-available": "flag"}, args=(1, 1), waits=True)
 def await_(ctx, args, opts):
     query = ctx.session.query(args[0])
     if opts.get("all-available"):
         query.process_all_available()
         return Message(f"{query.name} has processed all available data")
     timeout = _float(opts["timeout"], "seconds") if "timeout" in opts else None
-    ended = query.await_termination(timeout)
+    ended = query.await_termination(timeout, cancelled=ctx.cancelled)
     return Message(f"{query.name} ended ({query.state})" if ended else
                    f"{query.name} is still running after {timeout:g}s")
 
@@ -269,7 +270,7 @@ def watch(ctx, args, opts):
 
 @command("tail", ":tail NAME [--follow] [--limit N] | :tail --stop [NAME]",
          "Print each new micro-batch of a memory-sink query above the prompt, like the console sink",
-         options={"follow": "flag", "stop": "flag", "limit": "value"}, args=(0, 1))
+         options={"follow": "flag", "stop": "flag", "limit": "value"}, args=(0, 1), waits=True)
 def tail(ctx, args, opts):
     live = ctx.live()
     if opts.get("stop"):
@@ -343,8 +344,10 @@ def connect(ctx, args, opts):
             raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
         current = ctx.session_or_none()
         if current is not None and try_probe(current.target, timeout=2) is not None:
-            return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
-                           ":connect URL switches to another server.")
+            with contextlib.suppress(ConnectionFailed):  # the server answers: does it still know us?
+                current.check()
+                return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
+                               ":connect URL switches to another server.")
         opener = ctx.opener
     else:
         current = ctx.session_or_none()
@@ -370,7 +373,7 @@ def session_(ctx, args, opts):
     session = ctx.session
     user = getattr(session.spark.client, "_user_id", None) or "-"
     rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
-            ["user", user], ["reattach", f"sparkscope {ctx.reattach_args()}"]]
+            ["user", user], ["reattach", ctx.reattach_command()]]
     return Table(["field", "value"], rows, footer="")
 
 

@@ -31,6 +31,7 @@ class Command:
     raw: bool = False  # everything after the name is one argument (SQL)
     needs_session: bool = True
     fullscreen: bool = False  # takes over the terminal: runs on the main thread, interactive only
+    waits: bool = False  # waits on a query by design: no deadline, and Ctrl-C never interrupts its RPC
 
 
 @dataclass
@@ -48,11 +49,11 @@ class Registry:
     def command(self, name: str, usage: str, summary: str, *, aliases: tuple[str, ...] = (),
                 options: dict[str, str] | None = None, args: tuple[int, int | None] = (0, 0),
                 raw_tail: bool = False, needs_session: bool = True, raw: bool = False,
-                fullscreen: bool = False) -> Callable[[Callable], Callable]:
+                fullscreen: bool = False, waits: bool = False) -> Callable[[Callable], Callable]:
         def register(func: Callable) -> Callable:
             cmd = Command(name, func, usage, summary, aliases, dict(options or {}), min_args=args[0],
                           max_args=args[1], raw_tail=raw_tail, raw=raw, needs_session=needs_session,
-                          fullscreen=fullscreen)
+                          fullscreen=fullscreen, waits=waits)
             self.commands[name] = cmd
             for alias in aliases:
                 self._aliases[alias] = name

@@ -9,24 +9,60 @@ from __future__ import annotations
 import ast
 import codeop
 import contextlib
+import os
+import shlex
+import shutil
 import sys
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TextIO
 
-from ..client.errors import Cancelled, SparkscopeError, translate
+from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, translate
+from ..client.secrets import redact
 from . import commands as _commands  # noqa: F401 - registers the colon commands
 from .registry import REGISTRY, UsageError
 from .render import error_line, render, to_json
 
-CANCEL_WAIT = 1.0
+CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
+COMMAND_TIMEOUT = 300.0  # default deadline of a colon command; [repl] command_timeout, 0 = none
+CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
+ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
+             "streaming queries keep running on the server.")
 
 
 class Cancel(Exception):
-    pass
+    def __init__(self, abandoned: bool = False):
+        super().__init__()
+        self.abandoned = abandoned
+
+    @property
+    def notice(self) -> str:
+        return ABANDONED if self.abandoned else CANCELLED
+
+
+def command_name() -> str:
+    """How to run sparkscope again, as printed: `sparkscope` when that is on PATH, else the full path."""
+    here = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    found = shutil.which("sparkscope")
+    if found and (not here or os.path.realpath(found) == here or os.path.basename(here) != "sparkscope"):
+        return "sparkscope"
+    if here and os.path.basename(here) == "sparkscope":
+        return shlex.quote(here)
+    return "sparkscope"
+
+
+def command_timeout() -> float | None:
+    from ..client.remote import setting
+
+    try:
+        value = float(setting("repl", "command_timeout", COMMAND_TIMEOUT))  # type: ignore[arg-type]
+    except (TypeError, ValueError, SparkscopeError):
+        value = COMMAND_TIMEOUT
+    return value if value > 0 else None
 
 
 class Executor:
@@ -45,6 +81,7 @@ class Executor:
         self.opener: Callable[[], Any] | None = None  # how the current session was opened
         self._live: Any = None
         self._cancel_hooks: list[Callable[[], str | None]] = []
+        self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
 
     @property
     def out(self) -> TextIO:
@@ -138,12 +175,26 @@ class Executor:
     def session_or_none(self):
         return self.session if self.connected else None
 
-    def reattach_args(self) -> str:
+    def reattach_command(self) -> str:
+        """A command that reattaches to this session, runnable as printed: quoted, and never with the
+        token in it (it comes from where it came from: the state dir, the environment, a profile)."""
+        from dataclasses import replace
+
         session = self.session
-        base = f"--session-id {session.session_id}"
-        if session.target.source != "local":
-            base = f"--remote {session.url} " + base
-        return base
+        target = session.target
+        parts = [command_name()]
+        if target.source == "profile" and target.profile:
+            parts += ["--profile", shlex.quote(target.profile)]
+        elif target.source != "local":
+            bare = replace(target, token=None, token_source=None).url(with_session=False)
+            parts += ["--remote", shlex.quote(bare)]
+        parts += ["--session-id", session.session_id]
+        command = " ".join(parts)
+        if target.token_source in ("url", "argument"):
+            command += "  (with your token in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
+        elif target.token_source == "env":
+            command += "  (with SPARK_CONNECT_AUTHENTICATE_TOKEN set, as now)"
+        return command
 
     # -- running ------------------------------------------------------------------------------
     def evaluate(self, source: str) -> Any:
@@ -183,11 +234,16 @@ class Executor:
             self.err.write("Cancelled.\n")
             return False
 
-    def _in_worker(self, work: Callable[[], Any]) -> Any:
-        """Run `work` in a thread under an operation tag; Ctrl-C interrupts only that tag."""
+    def _in_worker(self, work: Callable[[], Any], *, deadline: float | None = None,
+                   interrupt: bool = True) -> Any:
+        """Run `work` in a thread under an operation tag. Ctrl-C (or the deadline) returns at once:
+        the tag is interrupted in the background (never interruptAll, which stops streams; never a
+        call that waits on a query, which stops that query: interrupt=False) and a call that still
+        does not end is abandoned."""
         box: dict[str, Any] = {}
         tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
         session_holder: list[Any] = []
+        self.cancelled = threading.Event()
 
         def target() -> None:
             try:
@@ -201,16 +257,26 @@ class Executor:
             except BaseException as exc:
                 box["error"] = exc
 
+        def give_up() -> bool:
+            self.cancelled.set()
+            if interrupt and session_holder:  # over a frozen network this itself may hang: not here
+                threading.Thread(target=session_holder[0].cancel, args=(tag,), daemon=True).start()
+            worker.join(CANCEL_WAIT)
+            return worker.is_alive()
+
         worker = threading.Thread(target=target, name="sparkscope-command", daemon=True)
         worker.start()
+        ends = time.monotonic() + deadline if deadline else None
         try:
             while worker.is_alive():
                 worker.join(0.05)
+                if ends is not None and time.monotonic() > ends and worker.is_alive():
+                    give_up()
+                    raise DeadlineExceeded(f"The command got no answer within {deadline:g} s, so it was abandoned",
+                                           "The server or network may be stuck; streaming queries keep running. "
+                                           "[repl] command_timeout in config.toml sets the limit")
         except KeyboardInterrupt:
-            if session_holder:
-                session_holder[0].cancel(tag)
-            worker.join(CANCEL_WAIT)
-            raise Cancel() from None
+            raise Cancel(abandoned=give_up()) from None
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -229,14 +295,16 @@ class Executor:
                                      "In scripts use :progress, or :progress NAME --chart")
                 result = invocation.command.func(self, invocation.args, invocation.opts)
             else:
-                result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts))
-        except Cancel:
+                waits = invocation.command.waits
+                result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts),
+                                         deadline=None if waits else command_timeout(), interrupt=not waits)
+        except Cancel as cancel:
             notes = [note for note in (hook() for hook in self._cancel_hooks) if note]
             if notes:
                 self.out.write("\n".join(notes) + "\n")
                 self.out.flush()
                 return True
-            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+            self.err.write(cancel.notice + "\n")
             return False
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
@@ -267,10 +335,10 @@ class Executor:
         self.out.flush()
 
     def _report(self, exc: BaseException) -> None:
-        self.last_traceback = "".join(traceback.format_exception(exc))
+        self.last_traceback = redact("".join(traceback.format_exception(exc)))
         error = exc if isinstance(exc, SparkscopeError) else translate(exc)
         if isinstance(error, Cancelled):
-            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+            self.err.write(CANCELLED + "\n")
         else:
             self.err.write(error_line(error) + "\n")
         self.err.flush()
@@ -297,8 +365,8 @@ class Executor:
             if "spark" not in self.namespace and _mentions_session(source):
                 self._wait_for_session()
             value = self._in_worker(work)
-        except Cancel:
-            self.err.write("Cancelled: the operation was interrupted; streaming queries keep running.\n")
+        except Cancel as cancel:
+            self.err.write(cancel.notice + "\n")
             return False
         except SparkscopeError as exc:
             self._report(exc)
@@ -306,11 +374,11 @@ class Executor:
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
                 raise
-            self.last_traceback = "".join(traceback.format_exception(exc))
+            self.last_traceback = redact("".join(traceback.format_exception(exc)))
             if _from_pyspark(exc):
                 self._report(exc)
             else:
-                self.err.write(_user_traceback(exc, source))
+                self.err.write(redact(_user_traceback(exc, source)))
             return False
         if value is not None:
             self.namespace["_"] = value
@@ -336,7 +404,7 @@ class Executor:
                                       f"running ({names}). Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
         if running and detach:
             message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
-                       f"Reattach with: sparkscope {self.reattach_args()}")
+                       f"Reattach with: {self.reattach_command()}")
             session.close(stop_queries=False)
             return message
         session.close(stop_queries=True)

@@ -17,8 +17,8 @@ class SparkscopeError(Exception):
 
     def __init__(self, message: str, hint: str = "", error_class: str | None = None):
         # Whatever its source (pyspark, gRPC, the JVM), no text leaves sparkscope with a token in it.
-        self.message = redact(message).rstrip(".")
-        self.hint = redact(hint)
+        self.message = _bounded(redact(message)).rstrip(".")
+        self.hint = _bounded(redact(hint))
         self.error_class = error_class
         super().__init__(str(self))
 
@@ -27,6 +27,15 @@ class SparkscopeError(Exception):
         if self.hint:
             text += " " + self.hint.rstrip(".") + "."
         return text
+
+
+MAX_WORD = 120  # a pasted blob quoted inside an error is cut, not echoed in full
+MAX_MESSAGE = 400
+
+
+def _bounded(text: str) -> str:
+    text = re.sub(r"\S{%d,}" % (MAX_WORD + 1), lambda m: f"{m.group()[:60]}… ({len(m.group()):,} chars)", text)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 
 class ConfigError(SparkscopeError):

@@ -148,15 +148,10 @@ CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_se
 
 def write_history(history: list[Progress], path: str | Path) -> int:
     """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count."""
-    from .errors import ConfigError
+    from .rows import export_path
 
-    target = Path(path).expanduser()
+    target = export_path(path)
     suffix = target.suffix.lower()
-    if suffix not in (".jsonl", ".ndjson", ".json", ".csv"):
-        raise ConfigError(f"Cannot tell the export format from '{target.name}'",
-                          "Name the file .jsonl (JSON lines) or .csv")
-    if not target.parent.is_dir():
-        raise ConfigError(f"The folder {target.parent} does not exist", "Create it or pick another path")
     with target.open("w", newline="") as out:
         if suffix == ".csv":
             writer = csv.writer(out)

@@ -65,6 +65,10 @@ class Target:
 
     @property
     def display(self) -> str:
+        """The URL to show: token=*** when the user gave a token, nothing for our own server's token
+        (read from the state dir, it was never part of what they typed)."""
+        if self.token_source == "state":
+            return replace(self, token=None).url()
         return self.url(with_token=False)
 
     @property

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import datetime as _dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+EXPORT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,39 @@ class Rows:
         data: Sequence[list] = [col.to_pylist() for col in table.columns]
         rows = list(zip(*data, strict=False)) if data else []
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
+
+
+def export_path(path: str | Path) -> Path:
+    """Check an export file name: its suffix says the format (JSON lines or CSV), its folder exists."""
+    from .errors import ConfigError
+
+    target = Path(path).expanduser()
+    if target.suffix.lower() not in EXPORT_SUFFIXES:
+        raise ConfigError(f"Cannot tell the export format from '{target.name}'",
+                          "Name the file .jsonl (JSON lines) or .csv")
+    if not target.parent.is_dir():
+        raise ConfigError(f"The folder {target.parent} does not exist", "Create it or pick another path")
+    return target
+
+
+def write_rows(rows: Rows, path: str | Path) -> int:
+    """Write rows as JSON lines or CSV (by the file's suffix); returns the row count."""
+    target = export_path(path)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (_dt.date, _dt.datetime)):
+            return value.isoformat()
+        return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+    with target.open("w", newline="") as out:
+        if target.suffix.lower() == ".csv":
+            writer = csv.writer(out)
+            writer.writerow(rows.columns)
+            writer.writerows([[plain(v) for v in row] for row in rows.rows])
+        else:
+            for row in rows.rows:
+                out.write(json.dumps({c: plain(v) for c, v in zip(rows.columns, row, strict=False)}) + "\n")
+    return len(rows)
 
 
 def fetch(df, n: int) -> Rows:

@@ -152,7 +152,7 @@ class Session:
     @property
     def url(self) -> str:
         """The server URL with the token hidden."""
-        return self.target.url(with_token=False, with_session=False)
+        return self.target.with_session(None).display
 
     def __enter__(self) -> Session:
         return self

@@ -303,6 +303,9 @@ def _run_file(executor, path: str) -> bool:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+                          "Save the script as UTF-8") from None
     ok = True
     block: list[str] = []
     for line in text.splitlines():

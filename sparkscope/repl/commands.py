@@ -13,6 +13,7 @@ from .registry import REGISTRY, UsageError, command
 from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
 
 SINK_CHOICES = "memory|console|parquet|json|csv|orc|table"
+PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
 
 
 def _int(value: Any, what: str) -> int:
@@ -136,14 +137,26 @@ def progress(ctx, args, opts):
     return Table(PROGRESS_COLUMNS, rows, footer=footer)
 
 
-@command("peek", ":peek NAME [N] [--where EXPR] [--order COL] [--vertical]",
-         "Show rows of a query's sink (the limit runs on the server)",
-         options={"where": "value", "order": "value", "vertical": "flag"}, args=(1, 2))
+@command("peek", ":peek NAME [N] [--where EXPR] [--order COL] [--vertical] [--export FILE.csv|FILE.jsonl]",
+         "Show (or export) rows of a query's sink; filter, order and limit run on the server",
+         options={"where": "value", "order": "value", "vertical": "flag", "export": "value"}, args=(1, 2))
 def peek(ctx, args, opts):
+    from ..client.rows import export_path, write_rows
+
     n = _int(args[1], "rows") if len(args) > 1 else 20
     order = [c.strip() for c in opts["order"].split(",")] if opts.get("order") else None
-    rows = ctx.session.peek(args[0], n, where=opts.get("where"), order_by=order)
-    table = Table(rows.columns, rows.rows)
+    if opts.get("export"):
+        target = export_path(str(opts["export"]))
+        rows = ctx.session.peek(args[0], n, where=opts.get("where"), order_by=order)
+        count = write_rows(rows, target)
+        return Message(f"Wrote {count:,} row{'s' if count != 1 else ''} to {target}", {"rows": count,
+                                                                                       "path": str(target)})
+    shown = min(n, PEEK_MAX)  # the terminal, and the REPL's memory, stay small whatever N is
+    rows = ctx.session.peek(args[0], shown, where=opts.get("where"), order_by=order)
+    footer = None
+    if n > PEEK_MAX and len(rows) == PEEK_MAX:
+        footer = (f"(first {PEEK_MAX:,} rows; :peek {args[0]} {n} --export FILE.csv writes all {n:,} to a file)")
+    table = Table(rows.columns, rows.rows, footer=footer)
     if opts.get("vertical"):
         ctx.format_override = "vertical"
     return table
@@ -322,6 +335,8 @@ def conf(ctx, args, opts):
         rows = ctx.session.sql("SET").rows
         return Table(["key", "value"], [r[:2] for r in rows])
     key, eq, value = args[0].partition("=")
+    if not key.strip():
+        raise UsageError(f"'{args[0]}' has no key", "Usage: :conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4")
     if eq:
         ctx.call(spark.conf.set, key.strip(), value.strip())
         return Message(f"{key.strip()} = {value.strip()}")

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TextIO
 
+from ..client.deadline import within
 from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, translate
 from ..client.secrets import redact
 from . import commands as _commands  # noqa: F401 - registers the colon commands
@@ -28,6 +29,7 @@ from .registry import REGISTRY, UsageError
 from .render import error_line, render, to_json
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
+LEAVE_DEADLINE = 10.0
 COMMAND_TIMEOUT = 300.0  # default deadline of a colon command; [repl] command_timeout, 0 = none
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
 ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
@@ -53,6 +55,26 @@ def command_name() -> str:
     if here and os.path.basename(here) == "sparkscope":
         return shlex.quote(here)
     return "sparkscope"
+
+
+def reattach_command(target: Any, session_id: str) -> str:
+    """A command that reattaches to a session, runnable as printed: quoted, and never with the token
+    in it (that comes from where it came from: the state dir, the environment, a profile)."""
+    from dataclasses import replace
+
+    parts = [command_name()]
+    if target.source == "profile" and target.profile:
+        parts += ["--profile", shlex.quote(target.profile)]
+    elif target.source != "local":
+        bare = replace(target, token=None, token_source=None, session_id=None).url()
+        parts += ["--remote", shlex.quote(bare)]
+    parts += ["--session-id", session_id]
+    command = " ".join(parts)
+    if target.token_source in ("url", "argument"):
+        command += "  (with your token in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
+    elif target.token_source == "env":
+        command += "  (with SPARK_CONNECT_AUTHENTICATE_TOKEN set, as now)"
+    return command
 
 
 def command_timeout() -> float | None:
@@ -176,25 +198,8 @@ class Executor:
         return self.session if self.connected else None
 
     def reattach_command(self) -> str:
-        """A command that reattaches to this session, runnable as printed: quoted, and never with the
-        token in it (it comes from where it came from: the state dir, the environment, a profile)."""
-        from dataclasses import replace
-
         session = self.session
-        target = session.target
-        parts = [command_name()]
-        if target.source == "profile" and target.profile:
-            parts += ["--profile", shlex.quote(target.profile)]
-        elif target.source != "local":
-            bare = replace(target, token=None, token_source=None).url(with_session=False)
-            parts += ["--remote", shlex.quote(bare)]
-        parts += ["--session-id", session.session_id]
-        command = " ".join(parts)
-        if target.token_source in ("url", "argument"):
-            command += "  (with your token in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
-        elif target.token_source == "env":
-            command += "  (with SPARK_CONNECT_AUTHENTICATE_TOKEN set, as now)"
-        return command
+        return reattach_command(session.target, session.session_id)
 
     # -- running ------------------------------------------------------------------------------
     def evaluate(self, source: str) -> Any:
@@ -394,8 +399,8 @@ class Executor:
         session = self.session
         if self._live is not None:
             self._live.close()
-        try:
-            running = [q.name for q in session._adopt_active()]
+        try:  # a frozen network must not hold Ctrl-D
+            running = [q.name for q in within(LEAVE_DEADLINE, session._adopt_active, "listing running queries")]
         except SparkscopeError:
             running = []
         if running and detach is None:

@@ -11,6 +11,7 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
 from pygments.lexer import RegexLexer, bygroups, using
@@ -145,7 +146,24 @@ def _bindings(executor: Executor) -> KeyBindings:
     def _(event) -> None:
         event.current_buffer.reset()
 
+    mouse = _default_mouse_handler()
+
+    @kb.add(Keys.Vt100MouseEvent)
+    def _(event):
+        # A pasted escape sequence can look like a mouse event that prompt-toolkit cannot parse; it
+        # raised "Unhandled exception in event loop". Such input is dropped instead.
+        try:
+            return mouse(event)
+        except (ValueError, IndexError, KeyError):
+            return None
+
     return kb
+
+
+def _default_mouse_handler():
+    from prompt_toolkit.key_binding.bindings.mouse import load_mouse_bindings
+
+    return next(b.handler for b in load_mouse_bindings().bindings if b.keys == (Keys.Vt100MouseEvent,))
 
 
 def _in_block(text: str) -> bool:

@@ -44,12 +44,15 @@ CASES = [
     (":connect http://x:1", "error: 'http://x:1' is not a Spark Connect URL. Use sc://host:port, e.g. "
                             "sc://localhost:15002."),
     (":conf", None),
+    (":conf =value", "error: '=value' has no key. Usage: :conf KEY=VALUE"),
+    (":peek big 5000", "(first 1,000 rows; :peek big 5000 --export FILE.csv writes all 5,000 to a file)"),
 ]
 
 
 def test_bad_inputs_each_give_one_clear_line_and_a_live_prompt(repl):
     repl.run("r = ss.source.rate(2)")
     repl.run("batch = spark.range(3)")
+    repl.run("spark.range(5000).createOrReplaceTempView('big')")
     assert "Started alive" in repl.run(":start alive r")
     for line, expected in CASES:
         out = repl.run(line)
@@ -114,3 +117,21 @@ def test_bad_remote_url_exits_with_one_line():
     assert text == "error: 'http://example:1/;token=***' is not a Spark Connect URL. Use sc://host:port, e.g. sc://localhost:15002."
     child.close()
     assert child.exitstatus == 2
+
+
+PASTE = "\x1b[200~{}\x1b[201~"  # a terminal's bracketed paste
+
+
+def test_pasted_escape_sequences_and_huge_lines_never_crash_the_prompt(repl):
+    repl.child.send("x = '\x1b[31mred\x1b[0m'\r")  # an escape sequence typed or pasted raw
+    text = repl.prompt()
+    assert "Unhandled exception" not in text and "Traceback" not in text
+    assert repl.run("1 + 1").strip().endswith("2")
+    blob = "y" * 10_000
+    repl.child.send(PASTE.format(":" + blob) + "\r")
+    repl.child.expect("\r\r\n", timeout=60)
+    out = repl.prompt()
+    errors = [ln for ln in out.splitlines() if ln.startswith("error: ")]
+    assert errors == ["error: Unknown command :" + "y" * 60 + "… (10,000 chars). Type :help for the list."]
+    assert repl.run("2 + 2").strip().endswith("4")
+

@@ -66,3 +66,12 @@ def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip() == "error: :stop needs a query name. Usage: :stop NAME|--all."
+
+
+def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):
+    script = tmp_path / "latin1.sps"
+    script.write_bytes("x = 'caf\u00e9'\n".encode("latin-1"))
+    result = run("--remote", remote_url, "-f", str(script))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {script} is not UTF-8 text (byte 8 cannot be decoded). Save the script as UTF-8."
+

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import shlex
 import time
 
 import pexpect
 
+from tests.helpers import sparkscope_bin
 from tests.e2e.conftest import Repl, clean, spawn
 
 
@@ -101,9 +103,11 @@ def test_ctrl_d_with_running_queries_stop_them(remote_url):
 
 def test_ctrl_d_with_running_queries_leave_them_and_reattach(remote_url):
     text = quit_with_a_running_query(remote_url, "stays", "n")
-    match = re.search(r"Reattach with: sparkscope (--remote \S+ --session-id [0-9a-f-]{36})", text)
+    match = re.search(r"Reattach with: (.+ --remote \S+ --session-id [0-9a-f-]{36})\s*$", text, re.M)
     assert match, text
-    again = spawn(*match.group(1).split())
+    argv = shlex.split(match.group(1))  # works as printed: sparkscope is not on PATH here, so its full path
+    assert argv[0] == sparkscope_bin()
+    again = spawn(*argv[1:])
     repl2 = Repl(again)
     repl2.prompt()
     out = repl2.run(":queries")

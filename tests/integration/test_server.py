@@ -23,7 +23,7 @@ def run(*args, env=None, timeout=120):
 def test_start_again_reuses_the_running_server(server):
     out = run("server", "start")
     assert out.returncode == 0, out.stderr
-    assert f"already running: sc://localhost:{server.port} (pid {server.pid}, Spark 4.3.0)" in out.stdout
+    assert f"already running: sc://localhost:{server.port} (pid {server.pid}, Spark 4.3.0, token required)" in out.stdout
 
 
 def test_status_shows_pid_port_url_uptime_version_and_log(server):
@@ -152,3 +152,32 @@ def test_unreachable_server_fails_fast_with_one_line():
         sparkscope.connect(f"sc://localhost:{port}", timeout=2)
     assert str(err.value) == (f"Cannot reach a Spark Connect server at localhost:{port}. "
                               "Check the URL and that the server is running (sparkscope server status).")
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--port", "99999"], "error: argument --port: '99999' is not a port: use a number from 1 to 65535."),
+    (["--port", "-1"], "error: argument --port: '-1' is not a port: use a number from 1 to 65535."),
+    (["--timeout", "-1"], "error: argument --timeout: '-1' is not a number of seconds: use a positive number, e.g. 30."),
+    (["--timeout", "nan"], "error: argument --timeout: 'nan' is not a number of seconds: use a positive number, e.g. 30."),
+])
+def test_bad_start_flags_are_one_line(tmp_path, flags, message):
+    out = run("server", "start", *flags, env={"XDG_STATE_HOME": str(tmp_path)})
+    assert out.returncode == 2
+    assert out.stderr.strip() == message + " Run 'sparkscope server start --help' for usage."
+    assert not (tmp_path / "sparkscope" / "server.json").exists()
+
+
+@pytest.mark.parametrize("flags, cause", [
+    (["--conf", "spark.sql.shuffle.partitions=abc"],
+     "The value 'abc' in the config \"spark.sql.shuffle.partitions\" is invalid. It should be a/an 'int' value."),
+    (["--master", "nonsense"], "Master must either be yarn or start with spark, k8s, or local."),
+])
+def test_a_server_that_cannot_start_says_why_at_once(tmp_path, flags, cause):
+    """Was: the whole start timeout, then "did not answer" (bad conf), or a stack frame (bad master)."""
+    out = run("server", "start", "--port", str(free_port()), "--timeout", "120", *flags,
+              env={"XDG_STATE_HOME": str(tmp_path)})
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert cause in out.stderr and "at org." not in out.stderr
+    assert LocalServer(tmp_path / "sparkscope").running() is None
+

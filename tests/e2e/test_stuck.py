@@ -1,0 +1,98 @@
+"""Ctrl-C never stops a stream, and never waits on a stuck server: the REPL in a pty."""
+
+from __future__ import annotations
+
+import re
+
+import pexpect
+
+from tests.e2e.conftest import Repl, clean, spawn
+from tests.netproxy import Proxy
+
+
+def batch_id(repl: Repl, name: str) -> int:
+    out = repl.run(f"ss.query('{name}').progress.batch_id if ss.query('{name}').progress else -1")
+    return int(re.findall(r"-?\d+", out)[-1])
+
+
+def wait_for_more_batches(repl: Repl, name: str, after: int, tries: int = 120) -> int:
+    for _ in range(tries):  # each try is one round trip through the REPL; no sleeping
+        now = batch_id(repl, name)
+        if now > after:
+            return now
+    raise AssertionError(f"{name} made no batch after {after}")
+
+
+def test_ctrl_c_on_await_leaves_the_query_running(repl):
+    repl.run(":start kept ss.source.rate(5) --trigger 500ms")
+    first = wait_for_more_batches(repl, "kept", -1)
+    repl.child.send(":await kept\r")
+    repl.child.expect("\r\r\n", timeout=30)  # the line was accepted: :await is waiting
+    repl.child.sendcontrol("c")
+    out = repl.prompt()
+    assert "Cancelled" in out and "streaming queries keep running" in out
+    assert repl.run("ss.query('kept').is_active").strip().endswith("True")
+    wait_for_more_batches(repl, "kept", first)  # still active, and still making batches
+    assert re.search(r"\| kept\s+\| [0-9a-f]{8} \| active", repl.run(":queries"))
+    assert repl.run(":stop kept").strip() == "Stopped kept"
+
+
+def test_a_frozen_network_never_holds_the_prompt(server, sandbox, tmp_path):
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    config = tmp_path / "sparkscope" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[repl]\ncommand_timeout = 3\n")
+    with Proxy(server.port) as proxy:
+        child = spawn("--remote", f"sc://localhost:{proxy.port}",
+                      env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token, "XDG_CONFIG_HOME": str(tmp_path)})
+        repl = Repl(child)
+        repl.prompt()
+        assert "(no queries: start one with :start NAME)" in repl.run(":queries")
+        proxy.freeze()
+        out = repl.run(":queries", timeout=60)
+        assert "error: The command got no answer within 3 s, so it was abandoned." in out
+        child.send(":sql select 1\r")
+        child.expect("\r\r\n", timeout=30)
+        child.sendcontrol("c")
+        out = repl.prompt(timeout=30)
+        assert ("Cancelled: the server did not answer, so the call was abandoned; "
+                "streaming queries keep running on the server.") in out
+        assert repl.run("6 * 7").strip().endswith("42")  # the prompt is alive while the network is not
+        proxy.thaw()
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=60)
+        assert "Traceback" not in clean(child.before)
+
+
+CRASHING_CLIENT = """
+import sys, threading, sparkscope
+ss = sparkscope.connect(sys.argv[1])
+ss.start(ss.source.rate(2), "orphan")
+seen = threading.Event()
+ss.monitor.subscribe(lambda e: seen.set() if e.kind == "progress" else None)
+seen.wait(60)
+print(ss.session_id, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_reattach_after_a_client_crash_reaches_the_prompt(remote_url):
+    """The crashed client's listener stays registered on the server; reattaching used to hang forever."""
+    import subprocess
+    import sys
+
+    crashed = subprocess.Popen([sys.executable, "-c", CRASHING_CLIENT, remote_url], stdout=subprocess.PIPE, text=True)
+    try:
+        session_id = crashed.stdout.readline().strip()
+        assert re.fullmatch(r"[0-9a-f-]{36}", session_id), session_id
+    finally:
+        crashed.kill()  # like kill -9: no goodbye to the server
+        crashed.wait()
+    child = spawn("--remote", remote_url, "--session-id", session_id)
+    repl = Repl(child)
+    repl.prompt()
+    out = repl.run(":queries", timeout=90)
+    assert re.search(r"\| orphan\s+\| [0-9a-f]{8} \| active", out), out
+    assert repl.run(":stop orphan").strip().endswith("Stopped orphan")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=60)

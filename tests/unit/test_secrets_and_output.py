@@ -1,0 +1,112 @@
+"""Pure logic of issue 15: redaction, the token rule, reattach hints, bounded errors and tables."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sparkscope.client.errors import SparkscopeError, translate
+from sparkscope.client.remote import Target, parse_url
+from sparkscope.client.secrets import redact, remember_secret
+from sparkscope.repl.render import Table, fit_widths, render
+from sparkscope.repl.runtime import reattach_command
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("Parameter 'token=c2VjcmV0MTIz==' should be provided as a key-value pair", "c2VjcmV0MTIz"),
+    ("sc://h:1/;use_ssl=true;token=a%3Bb%3Dc;x=1", "a%3Bb%3Dc"),
+    ("metadata authorization: Bearer s3cr3t-value", "s3cr3t-value"),
+    ('{"token": "x", "url": "sc://h/;token=abc\\"def"}', "abc"),
+])
+def test_redact_hides_token_parameters_and_bearer_values(text, secret):
+    assert secret not in redact(text)
+    assert "***" in redact(text)
+
+
+def test_redact_hides_known_tokens_anywhere_even_without_a_key():
+    remember_secret("plain-known-token-42")
+    assert redact("the value plain-known-token-42 showed up") == "the value *** showed up"
+    assert redact("quoted plain-known-token-42".replace("-", "%2D")) != ""  # no crash on look-alikes
+
+
+def test_our_own_hints_keep_their_placeholders():
+    assert redact("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN") == (
+        "Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN")
+
+
+def test_every_error_is_redacted_whatever_its_source():
+    error = translate(ValueError("[INVALID_CONNECT_URL] Parameter 'token=c2VjcmV0MTIz==' should be key=value"))
+    assert "c2VjcmV0MTIz" not in str(error)
+    assert "c2VjcmV0MTIz" not in str(SparkscopeError("bad sc://x/;token=c2VjcmV0MTIz==", "hint token=c2VjcmV0MTIz"))
+
+
+def test_url_values_are_unquoted_and_tokens_requoted_for_pyspark():
+    target = parse_url("sc://h:1/;token=a%3Bb%3D%3D")
+    assert target.token == "a;b==" and target.token_source == "url"
+    assert target.url(with_token=True) == "sc://h:1/;token=a%3Bb%3D%3D"
+    assert "a;b" not in target.display
+
+
+@pytest.mark.parametrize("host, ssl, token, in_clear, tls", [
+    ("localhost", False, "t0ken", True, False),    # pyspark: local credentials, loopback only
+    ("127.0.0.1", False, "t0ken", False, True),    # anything else with a token: TLS
+    ("spark.example", False, "t0ken", False, True),
+    ("spark.example", True, None, False, True),
+    ("spark.example", False, None, False, False),
+])
+def test_the_token_rule_is_pysparks(host, ssl, token, in_clear, tls):
+    target = Target(host=host, token=token, params={"use_ssl": "true"} if ssl else {})
+    assert target.token_in_clear is in_clear
+    assert target.needs_tls is tls
+
+
+@pytest.mark.parametrize("target, tail", [
+    (Target(host="spark.example", port=443, token="t0ken-from-url", params={"use_ssl": "true"}, token_source="url"),
+     "(with your token in SPARK_CONNECT_AUTHENTICATE_TOKEN)"),
+    (Target(host="spark.example", port=443, token="t0ken-from-env", token_source="env", source="env"),
+     "(with SPARK_CONNECT_AUTHENTICATE_TOKEN set, as now)"),
+    (Target(host="localhost", port=15002, token="t0ken-from-state", token_source="state", source="local"), ""),
+])
+def test_reattach_commands_work_as_printed_and_hold_no_token(target, tail):
+    sid = "6f1d9d8e-7c1b-4a43-9d1e-0d4f3f7b2a10"
+    line = reattach_command(target, sid)
+    assert target.token not in line and "***" not in line
+    command, _, note = line.partition("  (")
+    argv = shlex.split(command)  # the shell reads it as one command: the URL's ';' is quoted
+    assert argv[-2:] == ["--session-id", sid]
+    if target.source != "local":
+        url = argv[argv.index("--remote") + 1]
+        assert url.startswith("sc://spark.example:") and "token" not in url
+    else:
+        assert "--remote" not in argv
+    assert (("(" + note) if note else "") == tail
+
+
+def test_a_profile_reattaches_by_its_name():
+    target = Target(host="spark.example", token="t0ken-in-profile", token_source="profile", source="profile",
+                    profile="prod")
+    argv = shlex.split(reattach_command(target, "6f1d9d8e-7c1b-4a43-9d1e-0d4f3f7b2a10"))
+    assert argv[1:3] == ["--profile", "prod"]
+
+
+def test_long_input_is_not_echoed_in_full():
+    error = SparkscopeError(f"'{'x' * 10_000}' is not a Python expression", "Check it")
+    assert len(str(error)) < 200 and "10,002 chars" in str(error)
+
+
+def test_fit_widths_is_linear_and_fits():
+    rows = [["h"] * 200, ["x" * 10_000] * 200]
+    widths = fit_widths(rows, 3000)
+    assert sum(widths) <= 3000 and min(widths) >= 6
+    assert fit_widths([["ab", "c" * 50]], 30) == [2, 28]
+
+
+def test_every_line_fits_the_terminal():
+    wide = Table([f"column{i}" for i in range(200)], [["v" * 10_000] * 200])
+    narrow = Table(["a", "b"], [["x" * 10_000, "y" * 50]])
+    for table in (wide, narrow):
+        out = render(table, width=80)
+        assert max(len(line) for line in out.splitlines()) <= 80
+    assert "RECORD 1" in render(wide, width=80)  # too many columns for 80: one record at a time
+    assert "RECORD" not in render(narrow, width=80)

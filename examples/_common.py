@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,11 +49,21 @@ def example(description: str, extra=None) -> Iterator[tuple[sparkscope.Session, 
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_written = itertools.count()
+_BASE_MTIME = int(time.time()) - 3600  # in the past, one second apart, in the order written
+
+
 def write_json(directory: Path, name: str, rows: list[dict]) -> Path:
-    """One JSON-lines file, written under a temporary name and renamed (file sources need atomic files)."""
+    """One JSON-lines file, written under a temporary name and renamed (file sources need atomic files).
+
+    Each file gets a modification time one second after the previous one: a file source takes files
+    in mtime order, and files written within the same clock tick came in any order (so a watermark
+    printed after them differed from run to run)."""
     directory.mkdir(parents=True, exist_ok=True)
     partial = directory / f".{name}.tmp"
     partial.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    stamp = _BASE_MTIME + next(_written)
+    os.utime(partial, (stamp, stamp))
     return partial.rename(directory / name)
 
 

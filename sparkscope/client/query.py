@@ -92,6 +92,14 @@ class Query:
             return False
         return bool(self._call(lambda: self._handle.isActive))
 
+    def known_state(self) -> str | None:
+        """The final state if this process has seen the query end (no RPC), else None."""
+        return self._final_state
+
+    @property
+    def final_error(self) -> QueryError | None:
+        return self._final_error
+
     @property
     def state(self) -> str:
         """active, stopped or failed."""

@@ -72,6 +72,11 @@ class Target:
         return self.url(with_token=False)
 
     @property
+    def bare_url(self) -> str:
+        """The URL without token and session: safe to print in a command the user runs again."""
+        return replace(self, token=None, session_id=None).url()
+
+    @property
     def on_this_machine(self) -> bool:
         """The server runs here, so it sees this machine's files (relative paths need making absolute)."""
         return self.host in ("localhost", "127.0.0.1", "::1")

@@ -38,7 +38,7 @@ START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's re
 _FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
                     r"Failed to bind|Could not parse Master URL|NumberFormatException|INVALID_CONF_VALUE|"
                     r"Error while instantiating 'org\.apache\.spark\.sql\.internal\.SessionStateBuilder'")
-log = logging.getLogger("sparkscope")
+logger = logging.getLogger("sparkscope")
 
 
 @dataclass
@@ -314,10 +314,14 @@ class LocalServer:
             token = None
         elif not token:
             token = secrets.token_urlsafe(32)  # like Jupyter: a random token by default
-        port = DEFAULT_PORT if port is None else port
+        if port is None:
+            port = next_free_port(DEFAULT_PORT)
+            if port != DEFAULT_PORT:
+                logger.warning("Port %d is taken by another program or server; the embedded server uses port %d "
+                            "(sparkscope --port N picks one)", DEFAULT_PORT, port)
         if not 0 < port < 65536:
             raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
-        if port_open("127.0.0.1", port, timeout=0.3) or not _port_free(port):
+        if not _usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         java_version()
         env = dict(os.environ)
@@ -498,6 +502,18 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def _usable(port: int) -> bool:
+    return not port_open("127.0.0.1", port, timeout=0.3) and _port_free(port)
+
+
+def next_free_port(preferred: int, tries: int = 50) -> int:
+    """`preferred` if nothing listens there, else the next port up that is free (then any free one)."""
+    for port in range(preferred, min(preferred + tries, 65536)):
+        if _usable(port):
+            return port
+    return free_port()
 
 
 def free_port() -> int:

@@ -40,8 +40,9 @@ _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), 
 def resolve_target(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
                    session_id: str | None = None, start_server: bool = True,
                    server_home: Path | None = None,
-                   on_server_wait: Callable[[float], None] | None = None) -> Target:
-    """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured."""
+                   on_server_wait: Callable[[float], None] | None = None, port: int | None = None) -> Target:
+    """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured
+    (on `port`, or 15002 or the next free port after it)."""
     target = resolve(remote, profile=profile, token=token, session_id=session_id)
     server = LocalServer(server_home)
     if target is not None:
@@ -52,11 +53,14 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
                 target = replace(target, host="localhost", token=info.token, token_source="state")
         return target
     info = server.running()
+    if info is not None and port is not None and info.port != port:
+        raise ConfigError(f"The local server already runs on port {info.port}, not {port}",
+                          "Leave out --port, or stop it first: sparkscope server stop")
     if info is None:
         if not start_server:
             raise ConfigError("No remote is configured and the local server is not running",
                               "Start it with: sparkscope server start")
-        info = server.start(on_wait=on_server_wait, token=token)
+        info = server.start(port=port, on_wait=on_server_wait, token=token)
     return info.target(token).with_session(session_id)
 
 
@@ -280,6 +284,15 @@ class Session:
             track = monitor.track(query.id) if monitor and query.id in active else None
             infos.append(query.info(active=query.id in active, latest=track.latest if track else None))
         return infos
+
+    def active_count(self) -> int:
+        """How many of this session's queries run, as far as this process knows, without an RPC: the
+        monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
+        monitor = self._monitor
+        if monitor is not None and monitor.mode != "stopped":
+            return sum(1 for track in monitor.tracks() if track.state == "active")
+        with self._lock:
+            return sum(1 for query in self._queries.values() if query.known_state() is None)
 
     # -- managing -------------------------------------------------------------------------------
     def stop_all(self) -> list[str]:

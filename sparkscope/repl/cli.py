@@ -16,7 +16,8 @@ EXAMPLES = """\
 examples:
   sparkscope                                   REPL on the embedded local server (started if needed)
   sparkscope --remote sc://spark.example:15002 REPL on a remote Spark Connect server
-  sparkscope -c ':start counts; :progress'     run commands and exit
+  sparkscope -c 'ticks = ss.source.rate(10); :start ticks; :queries'
+                                               run Python and commands, then exit
   sparkscope -f pipeline.sps --format json     run a script, one JSON object per command
   sparkscope --session-id <uuid>               reattach to a session left running
   sparkscope server start|stop|status|logs     manage the embedded local server
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
     parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
     parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
+    parser.add_argument("--port", type=_port, metavar="N",
+                        help="port of the embedded local server (default 15002, or the next free one)")
     parser.add_argument("-c", dest="commands", metavar="TEXT",
                         help="run these commands/Python lines (';' or newline separated) and exit")
     parser.add_argument("-f", dest="file", metavar="FILE", help="run a script of commands and Python, then exit")
@@ -228,7 +231,7 @@ def _opener(args):
 
     def open_session():
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
-                                on_server_wait=None)
+                                on_server_wait=None, port=args.port)
         return Session.open(target)
 
     return open_session
@@ -309,6 +312,8 @@ def _run_file(executor, path: str) -> bool:
     ok = True
     block: list[str] = []
     for line in text.splitlines():
+        if executor.exit_requested:  # exit(), quit() or :quit end the script
+            return ok
         if block:
             if line.strip() and line[:1] in (" ", "\t") or line.strip().startswith(("else", "elif", "except",
                                                                                   "finally")):
@@ -343,7 +348,7 @@ def batch_main(args) -> int:
         from ..client.quiet import silence_pyspark
 
         silence_pyspark()
-    target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id)
+    target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id, port=args.port)
     executor.set_session(Session.open(target))
     ok = True
     try:

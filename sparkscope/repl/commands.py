@@ -376,7 +376,7 @@ def connect(ctx, args, opts):
     session, old, left = ctx.switch_session(opener)
     note = ""
     if left:
-        where = old.target.url(with_session=False)
+        where = old.target.bare_url
         note = (f" Left {', '.join(left)} running in the previous session; "
                 f"reattach with :connect {where} --session-id {old.session_id}")
     return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "

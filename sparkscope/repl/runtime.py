@@ -31,6 +31,8 @@ from .render import error_line, render, to_json
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 LEAVE_DEADLINE = 10.0
 COMMAND_TIMEOUT = 300.0  # default deadline of a colon command; [repl] command_timeout, 0 = none
+SLOW_NOTICE = 2.0
+STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
 ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
              "streaming queries keep running on the server.")
@@ -60,14 +62,11 @@ def command_name() -> str:
 def reattach_command(target: Any, session_id: str) -> str:
     """A command that reattaches to a session, runnable as printed: quoted, and never with the token
     in it (that comes from where it came from: the state dir, the environment, a profile)."""
-    from dataclasses import replace
-
     parts = [command_name()]
     if target.source == "profile" and target.profile:
         parts += ["--profile", shlex.quote(target.profile)]
     elif target.source != "local":
-        bare = replace(target, token=None, token_source=None, session_id=None).url()
-        parts += ["--remote", shlex.quote(bare)]
+        parts += ["--remote", shlex.quote(target.bare_url)]
     parts += ["--session-id", session_id]
     command = " ".join(parts)
     if target.token_source in ("url", "argument"):
@@ -104,6 +103,9 @@ class Executor:
         self._live: Any = None
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
+        self._state_hooks: list[Callable[[], None]] = []
+        # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
+        self.namespace["exit"] = self.namespace["quit"] = _Leave(self)
 
     @property
     def out(self) -> TextIO:
@@ -124,6 +126,7 @@ class Executor:
                 self._session_future.set_result(session)
             except BaseException as exc:  # delivered to whoever needs the session
                 self._session_future.set_exception(exc)
+            self._state_changed()
 
         threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
 
@@ -166,6 +169,8 @@ class Executor:
             # the session works without live events; :watch and :tail report the reason
             with contextlib.suppress(SparkscopeError):
                 self._start_live(session)
+                session.monitor.subscribe(
+                    lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
 
     def _start_live(self, session: Any) -> Any:
         from .live import Live
@@ -177,6 +182,15 @@ class Executor:
     def live(self) -> Any:
         """Alerts and tails for this session (started on first use)."""
         return self._start_live(self.session)
+
+    def on_state_change(self, hook: Callable[[], None]) -> None:
+        """Call `hook` (from any thread) when the connection or a query's state changes."""
+        self._state_hooks.append(hook)
+
+    def _state_changed(self) -> None:
+        for hook in list(self._state_hooks):
+            with contextlib.suppress(Exception):
+                hook()
 
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
         """Run `hook` if the current command is cancelled with Ctrl-C; a returned text replaces the notice."""
@@ -236,7 +250,7 @@ class Executor:
                 return self._run_command(text.strip())
             return self._run_python(text)
         except KeyboardInterrupt:
-            self.err.write("Cancelled.\n")
+            self.err.write(CANCELLED + "\n")
             return False
 
     def _in_worker(self, work: Callable[[], Any], *, deadline: float | None = None,
@@ -271,17 +285,24 @@ class Executor:
 
         worker = threading.Thread(target=target, name="sparkscope-command", daemon=True)
         worker.start()
-        ends = time.monotonic() + deadline if deadline else None
+        started = time.monotonic()
+        ends = started + deadline if deadline else None
+        told = not self.interactive
         try:
             while worker.is_alive():
                 worker.join(0.05)
+                if not told and time.monotonic() - started > SLOW_NOTICE and worker.is_alive():
+                    told = True  # say once that Ctrl-C is safe, like psql's cancel hint
+                    self.err.write(STILL_RUNNING + "\n")
+                    self.err.flush()
                 if ends is not None and time.monotonic() > ends and worker.is_alive():
                     give_up()
                     raise DeadlineExceeded(f"The command got no answer within {deadline:g} s, so it was abandoned",
                                            "The server or network may be stuck; streaming queries keep running. "
                                            "[repl] command_timeout in config.toml sets the limit")
         except KeyboardInterrupt:
-            raise Cancel(abandoned=give_up()) from None
+            still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
+            raise Cancel(abandoned=still_running and interrupt) from None
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -414,6 +435,19 @@ class Executor:
             return message
         session.close(stop_queries=True)
         return f"Stopped {', '.join(running)}." if running else None
+
+
+class _Leave:
+    """`exit` / `quit` in the REPL's namespace: calling either asks to leave like :quit."""
+
+    def __init__(self, executor: Executor):
+        self._executor = executor
+
+    def __call__(self, code: object = None) -> None:
+        self._executor.request_exit()
+
+    def __repr__(self) -> str:
+        return "Use exit(), quit(), :quit or Ctrl-D to leave"
 
 
 def describe(value: Any) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.filters import is_searching
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
@@ -127,7 +128,7 @@ class ShellCompleter(Completer):
 def _bindings(executor: Executor) -> KeyBindings:
     kb = KeyBindings()
 
-    @kb.add("enter")
+    @kb.add("enter", filter=~is_searching)  # in Ctrl-R search, Enter accepts the match (prompt-toolkit's own)
     def _(event) -> None:
         buffer = event.current_buffer
         text = buffer.text
@@ -197,6 +198,8 @@ class Shell:
             mouse_support=False,
         )
         self.executor.confirm = self._confirm
+        # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
+        self.executor.on_state_change(self.prompt.app.invalidate)
         if on_first_draw is not None:
             def first_draw(_app) -> None:
                 self.prompt.app.after_render -= first_draw
@@ -208,10 +211,10 @@ class Shell:
         executor = self.executor
         if executor.connected:
             session = executor.session
-            active = sum(1 for q in list(session._queries.values()) if q._final_state is None)
+            active = session.active_count()
             return HTML(f" <b>{_escape(session.url)}</b>  session {session.session_id[:8]}  "
                         f"queries: {active}  <i>:help</i>")
-        if executor._session_future.done():
+        if not executor.connecting:
             return HTML(f" <b>{_escape(self.target_display)}</b>  not connected  <i>:help</i>")
         return HTML(f" <b>{_escape(self.target_display)}</b>  connecting…")
 

@@ -71,11 +71,13 @@ class Screen:
     """What the terminal shows, rebuilt by a VT100 emulator (pyte) from the child's output: needed for
     full-screen views, which redraw only the cells that change."""
 
-    def __init__(self, child: pexpect.spawn, rows: int = 40, cols: int = 160):
+    def __init__(self, child: pexpect.spawn, rows: int = 40, cols: int = 160, answer_cpr: bool = False):
         import pyte
 
         self.child = child
         self.screen = pyte.Screen(cols, rows)
+        if answer_cpr:  # like a real terminal: prompt-toolkit then knows the height and draws its toolbar
+            self.screen.write_process_input = child.send
         self.stream = pyte.Stream(self.screen)
 
     def pump(self, seconds: float = 0.2) -> None:

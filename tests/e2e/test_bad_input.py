@@ -132,6 +132,6 @@ def test_pasted_escape_sequences_and_huge_lines_never_crash_the_prompt(repl):
     repl.child.expect("\r\r\n", timeout=60)
     out = repl.prompt()
     errors = [ln for ln in out.splitlines() if ln.startswith("error: ")]
-    assert errors == ["error: Unknown command :" + "y" * 60 + "… (10,000 chars). Type :help for the list."]
+    assert errors == ["error: Unknown command :" + "y" * 59 + "… (10,001 chars). Type :help for the list."]
     assert repl.run("2 + 2").strip().endswith("4")
 

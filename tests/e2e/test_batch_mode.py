@@ -75,3 +75,23 @@ def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {script} is not UTF-8 text (byte 8 cannot be decoded). Save the script as UTF-8."
 
+
+
+def _documented_c_examples() -> list[str]:
+    """Every `sparkscope -c '…'` example in the README and in --help."""
+    import re
+    from pathlib import Path
+
+    from sparkscope.repl.cli import EXAMPLES
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    found = re.findall(r"""sparkscope -c (['"])(.+?)\1""", readme + EXAMPLES)
+    assert len(found) >= 2, found
+    return [text for _, text in found]
+
+
+def test_every_documented_c_example_runs(remote_url):
+    for text in _documented_c_examples():
+        result = run("--remote", remote_url, "-c", text)
+        assert result.returncode == 0, f"{text!r} failed:\n{result.stderr}"
+        assert "error:" not in result.stderr

@@ -16,7 +16,7 @@ WINDOW_COUNTS = [r"Close 2016-07-26 02:00-03:00 +10\n", r"Open 2016-07-26 02:00-
 
 EXPECTED = {
     "01_event_counts.py": [r"counts: 4 micro-batches, complete mode, watermark none\n",
-                           r"counts_wm: 4 micro-batches, complete mode, watermark 2016-07-26T02:29:00.000Z\n",
+                           r"counts_wm: 4 micro-batches, complete mode, watermark 2016-07-26T02:14:00.000Z\n",
                            *WINDOW_COUNTS],
     "02_socket_word_count.py": [r"word +count\n *apache +1\n *spark +3\n *streaming +1\n"],
     "03_file_sources.py": [r"people over 28\nname +age\n ann +31\n cid +45\n",

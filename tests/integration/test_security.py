@@ -8,6 +8,7 @@ for the module; the session's own server is the default, random-token case.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -17,6 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pexpect
 import pytest
 
 import sparkscope
@@ -258,3 +260,23 @@ def test_close_returns_when_the_network_freezes(server, sandbox):
     with sparkscope.connect(f"sc://localhost:{server.port}", session_id=session_id) as again:
         again.stop_all()  # the abandoned stop may not have reached the server
     assert query.id
+
+
+def test_connect_after_a_server_restart_opens_a_new_session(env_server):
+    """The server forgets sessions when it restarts; :connect used to answer "Already connected"."""
+    from tests.e2e.conftest import Repl, spawn
+
+    local, port, home = env_server
+    child = spawn("--remote", f"sc://localhost:{port}", env={"XDG_STATE_HOME": str(home)})
+    repl = Repl(child)
+    repl.prompt()
+    assert repl.run(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
+    local.stop(grace=10)
+    again = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
+                                                             "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
+    assert again.returncode == 0, again.stderr
+    out = repl.run(":connect", timeout=90)
+    assert re.search(rf"Connected to sc://localhost:{port} \(session [0-9a-f]{{8}}, Spark 4\.3\.0\)\.", out), out
+    assert "(no queries" in repl.run(":queries")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=60)

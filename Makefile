@@ -12,12 +12,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
-	@touch $@
+	@echo "Installing sparkscope and pyspark into $(VENV) (about 450 MB; a minute or two the first time)…"
+	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . | grep -v '^Requirement already satisfied' || true
+	@$(BIN)/python -c 'import sparkscope, pyspark' && touch $@
+	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate"
 
 $(TESTSTAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[test]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
 install: $(STAMP)

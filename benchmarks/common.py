@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -18,14 +19,23 @@ sys.path.insert(0, str(ROOT))
 @contextlib.contextmanager
 def private_server() -> Iterator[str]:
     """A fresh embedded server in a temporary home on a free port; stopped (by pid) afterwards."""
+    from sparkscope.client.remote import TOKEN_ENV
     from sparkscope.client.server import LocalServer, free_port
 
     with tempfile.TemporaryDirectory() as home:
         server = LocalServer(Path(home))
         info = server.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+        # Its token (random, as for every embedded server) reaches sparkscope and plain pyspark alike, in
+        # this process and in the ones it starts, through the environment: never on a command line.
+        saved = os.environ.get(TOKEN_ENV)
+        os.environ[TOKEN_ENV] = info.token or ""
         try:
             yield f"sc://localhost:{info.port}"
         finally:
+            if saved is None:
+                os.environ.pop(TOKEN_ENV, None)
+            else:
+                os.environ[TOKEN_ENV] = saved
             server.stop()
 
 

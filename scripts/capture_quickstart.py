@@ -1,7 +1,11 @@
 """Capture the README's quick-start transcript from a real session (not typed by hand).
 
 Starts a private embedded server, drives `sparkscope` in a pseudo-terminal, rebuilds the screen
-with a terminal emulator, and prints what a user saw. Run: .venv/bin/python scripts/capture_quickstart.py
+with a terminal emulator, and prints what a user saw. It needs the test extras (pexpect, pyte), which
+`make test` installs. Run: .venv/bin/python scripts/capture_quickstart.py
+
+Each line waits for the prompt that follows it (a marker, not quiet time). The rate source never
+runs out of data, so the transcript waits with `:await --timeout`, never `--all-available`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ LINES = [
     "ticks = ss.source.rate(20)",
     "counts = ticks.groupBy((ticks.value % 2).alias('parity')).count()",
     ":start counts",
-    ":await counts --all-available",
+    ":await counts --timeout 3",
     ":queries",
     ":peek counts --order parity",
     ":progress counts",
@@ -50,10 +54,13 @@ def main() -> None:
 
         child.expect("sparkscope>")
         stream.feed(child.before + child.after)
-        settle(3)
         for line in LINES:
             child.send(line + "\r")
-            settle(4)
+            child.expect("\r\r\n")  # the line was accepted
+            stream.feed(child.before + child.after)
+            child.expect("sparkscope>", timeout=180)  # and the command is done
+            stream.feed(child.before + child.after)
+        settle(1)  # the last redraw, for the screen only
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=60)
         stream.feed(child.before or "")

@@ -71,6 +71,17 @@ class ServerInfo:
     def url(self) -> str:
         return local_target(self.port).display
 
+    @property
+    def memory_bytes(self) -> int | None:
+        """The server's resident memory (Linux /proc), or None when unknown."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
 
 def pyspark_home() -> Path:
     import importlib.util

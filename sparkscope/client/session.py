@@ -285,6 +285,15 @@ class Session:
             infos.append(query.info(active=query.id in active, latest=track.latest if track else None))
         return infos
 
+    def running(self) -> list[Query]:
+        """This session's active queries (one RPC), including ones sparkscope did not start."""
+        return self._adopt_active()
+
+    def known_queries(self) -> list[Query]:
+        """The queries this process knows of in this session, without an RPC (for completion, alerts)."""
+        with self._lock:
+            return list(self._queries.values())
+
     def active_count(self) -> int:
         """How many of this session's queries run, as far as this process knows, without an RPC: the
         monitor's view when it listens (a failed query counts as ended at once), else what we saw."""

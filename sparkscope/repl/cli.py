@@ -133,7 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     except SparkscopeError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        if args.format == "json":
+            from .render import error_json
+
+            print(error_json(exc.message, exc.hint), file=sys.stderr)
+        else:
+            print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -276,7 +281,7 @@ def _report_connection_later(executor) -> None:
 
     def watch() -> None:
         try:
-            executor._session_future.result()
+            executor.wait_connected()
         except SparkscopeError as exc:
             print(f"error: {exc}", file=sys.stderr)
         except Exception as exc:

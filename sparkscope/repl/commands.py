@@ -14,6 +14,7 @@ from .render import Block, Message, Table, duration_ms, progress_charts, rate, s
 
 SINK_CHOICES = "memory|console|parquet|json|csv|orc|table"
 PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
+SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
 
 
 def _int(value: Any, what: str) -> int:
@@ -91,9 +92,11 @@ def queries(ctx, args, opts):
              rate(q.processed_rows_per_second)] for q in infos]
     footer = None if infos else "(no queries: start one with :start NAME)"
     return Table(["name", "id", "state", "sink", "mode", "trigger", "batch", "input/s", "processed/s"], rows,
-                 footer=footer)
+                 footer=footer, droppable=("id", "trigger", "mode", "sink"))
 
 
+# Spark's two rates measure different spans, so a short batch after a long one shows a high input/s
+RATES_LEGEND = "input/s: the batch's rows ÷ time since the previous batch; processed/s: ÷ the batch's duration"
 PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
                     "state rows", "dropped"]
 
@@ -133,8 +136,10 @@ def progress(ctx, args, opts):
     for query in targets:
         history = query.history[-last:] if last else [p for p in [query.progress] if p]
         rows.extend(_progress_row(query.name, p) for p in history)
-    footer = None if rows else "(no progress yet: a query reports after its first batch)"
-    return Table(PROGRESS_COLUMNS, rows, footer=footer)
+    count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
+    footer = f"{count}  {RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
+    return Table(PROGRESS_COLUMNS, rows, footer=footer,
+                 droppable=("time", "dropped", "input rows", "state rows", "watermark"))
 
 
 @command("peek", ":peek NAME [N] [--where EXPR] [--order COL] [--vertical] [--export FILE.csv|FILE.jsonl]",
@@ -200,14 +205,18 @@ def explain(ctx, args, opts):
     return Block(ctx.call(df._explain_string, extended=extended))
 
 
-@command("exception", ":exception NAME", "Show why a query failed, with the full error", args=(1, 1))
+@command("exception", ":exception NAME [--full]", "Show why a query failed (--full: with the JVM stack)",
+         options={"full": "flag"}, args=(1, 1))
 def exception(ctx, args, opts):
     query = ctx.session.query(args[0])
     error = query.exception
     if error is None:
         return Message(f"{query.name} has no exception (state: {query.state})")
-    return Block(f"{query.name} failed: {error.short}\n\n{error.full}", data={"short": error.short,
-                                                                             "full": error.full})
+    data = {"short": error.short, "full": error.full}
+    if opts.get("full"):
+        return Block(f"{query.name} failed: {error.short}\n\n{error.full}", data=data)
+    return Block(f"{query.name} failed: {error.short}\n(:exception {query.name} --full shows the JVM stack)",
+                 data=data)
 
 
 @command("await", ":await NAME [--timeout S] [--all-available]",
@@ -321,11 +330,25 @@ def alerts(ctx, args, opts):
 
 
 # -- SQL and session --------------------------------------------------------------------------------
-@command("sql", ":sql QUERY", "Run batch SQL (memory sink tables included) and show the result", args=(1, 1),
+@command("sql", ":sql QUERY [--limit N]", "Run batch SQL (memory sink tables included) and show the result", args=(1, 1),
          raw=True)
 def sql(ctx, args, opts):
-    rows = ctx.session.sql(args[0])
-    return Table(rows.columns, rows.rows)
+    statement, limit = _sql_limit(args[0])
+    rows = ctx.session.sql(statement, n=limit + 1)  # one more than shown tells whether there are more
+    footer = None
+    if len(rows) > limit:
+        footer = f"(first {limit:,} rows; --limit N for more)"
+    return Table(rows.columns, rows.rows[:limit], footer=footer)
+
+
+def _sql_limit(text: str) -> tuple[str, int]:
+    """`:sql … --limit N`: the statement and how many rows to show (1000 by default)."""
+    import re
+
+    match = re.search(r"\s--limit\s+(\S+)\s*$", text)
+    if not match:
+        return text, SQL_ROWS
+    return text[:match.start()].rstrip(), _int(match.group(1), "rows")
 
 
 @command("conf", ":conf [KEY[=VALUE]]", "Show or set a Spark SQL configuration value", args=(0, 1))
@@ -392,8 +415,38 @@ def session_(ctx, args, opts):
     return Table(["field", "value"], rows, footer="")
 
 
-@command("help", ":help [COMMAND]", "List the commands, or show how to use one", args=(0, 1), needs_session=False)
+KEYS = """\
+Key bindings (Emacs by default; [repl] vi = true in config.toml or :set vi on for vi keys)
+
+  Enter            run the line (a block ends with a blank line, as in python)
+  Tab              complete commands, options, query and DataFrame names, Python names
+  Up / Down        previous / next line from the history
+  Ctrl-R           search the history backwards; Enter takes the match, Esc leaves it
+  Ctrl-X Ctrl-E    edit the line in $EDITOR (v in vi mode)
+  Ctrl-C           cancel the line, or the running command (streaming queries keep running)
+  Ctrl-D           leave (asks what to do with running queries)
+  Ctrl-A / Ctrl-E  start / end of the line; Alt-B / Alt-F word back / forward
+  Right at the end accept the grey suggestion from the history
+
+In :watch: Up/Down select, Enter details, s stop, p pause, ? help, q or Esc back."""
+
+
+@command("set", ":set [vi on|off]", "Show or change REPL settings (vi: vi key bindings)", args=(0, 2),
+         needs_session=False)
+def set_(ctx, args, opts):
+    if not args:
+        return Message(f"vi = {'on' if ctx.vi_mode else 'off'}", {"vi": ctx.vi_mode})
+    if args[0] != "vi" or len(args) != 2 or args[1] not in ("on", "off"):
+        raise UsageError(f"Cannot set '{' '.join(args)}'", "Usage: :set vi on|off")
+    ctx.vi_mode = args[1] == "on"
+    return Message(f"vi key bindings are {args[1]}", {"vi": ctx.vi_mode})
+
+
+@command("help", ":help [COMMAND|keys]", "List the commands, or show how to use one; :help keys lists the keys",
+         args=(0, 1), needs_session=False)
 def help_(ctx, args, opts):
+    if args and args[0] == "keys":
+        return Block(KEYS)
     if args:
         cmd = REGISTRY.lookup(args[0].lstrip(":"))
         aliases = f"\nAliases: {', '.join(':' + a for a in cmd.aliases)}" if cmd.aliases else ""

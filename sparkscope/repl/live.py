@@ -42,7 +42,7 @@ class Live:
 
     # -- alerts ---------------------------------------------------------------------------------------
     def _trigger_seconds(self, name: str) -> float | None:
-        for query in reversed(list(self.session._queries.values())):
+        for query in reversed(self.session.known_queries()):
             if query.name == name and query.trigger.kind == "processing":
                 return query.trigger.seconds
         return None

@@ -20,6 +20,29 @@ class Table:
     rows: list[Sequence[Any]]
     title: str | None = None
     footer: str | None = None
+    # columns that may be left out, least useful first, when the table is wider than the terminal
+    droppable: tuple[str, ...] = ()
+
+    def without(self, names: set[str]) -> Table:
+        keep = [i for i, c in enumerate(self.columns) if c not in names]
+        return Table([self.columns[i] for i in keep], [[row[i] for i in keep] for row in self.rows],
+                     self.title, self.footer)
+
+
+def narrowed(table: Table, width: int) -> Table:
+    """Leave out droppable columns, least useful first, until the table's natural width fits."""
+    dropped: set[str] = set()
+    for name in table.droppable:
+        if natural_width(table.without(dropped)) <= width:
+            break
+        dropped.add(name)
+    return table.without(dropped) if dropped else table
+
+
+def natural_width(table: Table) -> int:
+    texts = [table.columns] + [[cell(v) for v in row] for row in table.rows]
+    widths = [max(len(str(r[i])) for r in texts) for i in range(len(table.columns))]
+    return sum(widths) + 3 * len(widths) + 1
 
 
 @dataclass
@@ -177,9 +200,11 @@ def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
         return "\n".join(filter(None, (render(r, fmt, width) for r in result)))
     if isinstance(result, Table):
         width = width or terminal_width()
+        if fmt == "vertical":
+            return render_vertical(result, width)
+        result = narrowed(result, width)
         # like pgcli's auto_expand: a table that cannot fit the terminal is shown one record at a time
-        vertical = fmt == "vertical" or not fits(result, width)
-        return render_vertical(result, width) if vertical else render_table(result, width)
+        return render_table(result, width) if fits(result, width) else render_vertical(result, width)
     if isinstance(result, (Message, Block)):
         return result.text
     return str(result)
@@ -196,6 +221,20 @@ def progress_charts(name: str, history: list, width: int | None = None) -> str:
 
 def error_line(error: BaseException) -> str:
     return f"error: {error}"
+
+
+def error_json(message: str, hint: str = "") -> str:
+    """An error for scripts (--format json): one object on stderr that they can parse."""
+    return json.dumps({"error": message, "hint": hint})
+
+
+def value_json(value: Any, text: str) -> str:
+    """A Python expression's value for --format json: the value itself when JSON can hold it."""
+    plain = jsonable(value)
+    try:
+        return json.dumps({"value": plain})
+    except (TypeError, ValueError):
+        return json.dumps({"value": text})
 
 
 def rate(value: float) -> str:

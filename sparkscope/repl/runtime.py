@@ -26,7 +26,7 @@ from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, transl
 from ..client.secrets import redact
 from . import commands as _commands  # noqa: F401 - registers the colon commands
 from .registry import REGISTRY, UsageError
-from .render import error_line, render, to_json
+from .render import error_json, error_line, render, to_json, value_json
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 LEAVE_DEADLINE = 10.0
@@ -76,6 +76,39 @@ def reattach_command(target: Any, session_id: str) -> str:
     return command
 
 
+def pager_command() -> list[str] | None:
+    """The pager for output taller than the screen: [repl] pager in config.toml (false: none), else
+    $PAGER (empty: none), else `less -SRXF` like pgcli."""
+    from ..client.remote import setting
+
+    try:
+        configured = setting("repl", "pager", None)
+    except SparkscopeError:
+        configured = None
+    if configured is False:
+        return None
+    command = str(configured) if configured else os.environ.get("PAGER", "less -SRXF")
+    argv = shlex.split(command)
+    return argv if argv and shutil.which(argv[0]) else None
+
+
+def page(text: str) -> bool:
+    """Show `text` through the pager when it is taller than the terminal; False when it was not paged."""
+    import subprocess
+
+    if not sys.stdout.isatty() or text.count("\n") + 2 < shutil.get_terminal_size((80, 24)).lines:
+        return False
+    argv = pager_command()
+    if argv is None:
+        return False
+    sys.stdout.flush()
+    try:
+        subprocess.run(argv, input=text + "\n", text=True, check=False)
+    except OSError:
+        return False
+    return True
+
+
 def command_timeout() -> float | None:
     from ..client.remote import setting
 
@@ -97,6 +130,7 @@ class Executor:
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self.last_traceback: str | None = None
         self.exit_requested = False
+        self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.format_override: str | None = None
         self._session_future: Future = Future()
         self.opener: Callable[[], Any] | None = None  # how the current session was opened
@@ -195,6 +229,10 @@ class Executor:
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
         """Run `hook` if the current command is cancelled with Ctrl-C; a returned text replaces the notice."""
         self._cancel_hooks.append(hook)
+
+    def wait_connected(self) -> Any:
+        """Block until the connection attempt ends; its session, or its error raised."""
+        return self._session_future.result()
 
     @property
     def session(self):
@@ -330,7 +368,7 @@ class Executor:
                 self.out.write("\n".join(notes) + "\n")
                 self.out.flush()
                 return True
-            self.err.write(cancel.notice + "\n")
+            self._error(cancel.notice)
             return False
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
@@ -356,7 +394,7 @@ class Executor:
             self.out.write(to_json(name, result) + "\n")
         else:
             text = render(result, self.format_override or self.fmt)
-            if text:
+            if text and not (self.interactive and page(text)):
                 self.out.write(text + "\n")
         self.out.flush()
 
@@ -364,9 +402,16 @@ class Executor:
         self.last_traceback = redact("".join(traceback.format_exception(exc)))
         error = exc if isinstance(exc, SparkscopeError) else translate(exc)
         if isinstance(error, Cancelled):
-            self.err.write(CANCELLED + "\n")
+            self._error(CANCELLED)
+        elif self.fmt == "json":
+            self._error(error.message, error.hint)
         else:
             self.err.write(error_line(error) + "\n")
+        self.err.flush()
+
+    def _error(self, message: str, hint: str = "") -> None:
+        """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""
+        self.err.write((error_json(message, hint) if self.fmt == "json" else message) + "\n")
         self.err.flush()
 
     # -- Python ---------------------------------------------------------------------------------
@@ -375,7 +420,10 @@ class Executor:
             tree = ast.parse(source, "<input>", "exec")
         except SyntaxError as exc:
             self.last_traceback = "".join(traceback.format_exception_only(type(exc), exc))
-            self.err.write(self.last_traceback)
+            if self.fmt == "json":
+                self._error(f"SyntaxError: {exc.msg} (line {exc.lineno})", "Check the Python syntax")
+            else:
+                self.err.write(self.last_traceback)
             return False
         last_expr = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -392,7 +440,7 @@ class Executor:
                 self._wait_for_session()
             value = self._in_worker(work)
         except Cancel as cancel:
-            self.err.write(cancel.notice + "\n")
+            self._error(cancel.notice)
             return False
         except SparkscopeError as exc:
             self._report(exc)
@@ -403,12 +451,15 @@ class Executor:
             self.last_traceback = redact("".join(traceback.format_exception(exc)))
             if _from_pyspark(exc):
                 self._report(exc)
+            elif self.fmt == "json":
+                self._error(redact(f"{type(exc).__name__}: {exc}"), "See :trace for the traceback")
             else:
                 self.err.write(redact(_user_traceback(exc, source)))
             return False
         if value is not None:
             self.namespace["_"] = value
-            self.out.write(describe(value) + "\n")
+            text = describe(value)
+            self.out.write((value_json(value, text) if self.fmt == "json" else text) + "\n")
             self.out.flush()
         return True
 
@@ -421,7 +472,7 @@ class Executor:
         if self._live is not None:
             self._live.close()
         try:  # a frozen network must not hold Ctrl-D
-            running = [q.name for q in within(LEAVE_DEADLINE, session._adopt_active, "listing running queries")]
+            running = [q.name for q in within(LEAVE_DEADLINE, session.running, "listing running queries")]
         except SparkscopeError:
             running = []
         if running and detach is None:
@@ -432,9 +483,27 @@ class Executor:
             message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
                        f"Reattach with: {self.reattach_command()}")
             session.close(stop_queries=False)
-            return message
-        session.close(stop_queries=True)
-        return f"Stopped {', '.join(running)}." if running else None
+        else:
+            session.close(stop_queries=True)
+            message = f"Stopped {', '.join(running)}." if running else None
+        staying = self._embedded_server_note(session) if self.interactive else None
+        return "\n".join(m for m in (message, staying) if m) or None
+
+    @staticmethod
+    def _embedded_server_note(session: Any) -> str | None:
+        """Say what stays behind: the embedded server keeps running (so queries can), and its memory."""
+        if session.target.source != "local" and session.target.token_source != "state":
+            return None  # not this state dir's embedded server
+        from ..client.server import LocalServer
+
+        info = LocalServer().running()
+        if info is None:
+            return None
+        memory = info.memory_bytes
+        held = f", {memory / 2**30:.1f} GiB" if memory and memory >= 2**30 else \
+            (f", {memory / 2**20:.0f} MiB" if memory else "")
+        return (f"The embedded Spark Connect server keeps running (pid {info.pid}{held}); "
+                f"stop it with: {command_name()} server stop")
 
 
 class _Leave:

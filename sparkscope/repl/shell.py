@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 
@@ -61,7 +62,7 @@ class ShellCompleter(Completer):
         session = self.executor.session_or_none()
         if session is None:
             return []
-        return sorted({q.name for q in list(session._queries.values())})
+        return sorted({q.name for q in session.known_queries()})
 
     def _dataframe_names(self) -> list[str]:
         return sorted(k for k, v in list(self.executor.namespace.items())
@@ -109,20 +110,44 @@ class ShellCompleter(Completer):
                 yield Completion(candidate, start_position=-len(current))
 
     def _python_completions(self, word: str) -> Iterable[Completion]:
-        import rlcompleter
+        for match in python_matches(word, self.executor.namespace):
+            yield Completion(match, start_position=-len(word))
 
-        completer = rlcompleter.Completer(self.executor.namespace)
-        seen = set()
-        for state in range(200):
-            try:
-                match = completer.complete(word, state)
-            except Exception:
-                break
-            if match is None:
-                break
-            if match not in seen:
-                seen.add(match)
-                yield Completion(match.rstrip("("), start_position=-len(word))
+
+def python_matches(word: str, namespace: dict) -> list[str]:
+    """Completions of a Python name or dotted path that never run user or library code: attributes are
+    looked up statically, a property (df.schema, ss.monitor: each an RPC) is never read, and dir() of
+    an instance is never called (a Connect DataFrame's __dir__ fetches its schema from the server)."""
+    import builtins
+    import inspect
+    import keyword
+    import types
+
+    *path, prefix = word.split(".")
+    if not path:
+        names = set(namespace) | set(dir(builtins)) | set(keyword.kwlist)
+        return sorted(n for n in names if n.startswith(prefix) and not n.startswith("__"))
+    if path[0] in namespace:
+        obj = namespace[path[0]]
+    elif hasattr(builtins, path[0]):
+        obj = getattr(builtins, path[0])
+    else:
+        return []
+    for part in path[1:]:
+        try:
+            attr = inspect.getattr_static(obj, part)
+        except AttributeError:
+            return []
+        plain = isinstance(attr, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType))
+        if not plain and hasattr(type(attr), "__get__"):
+            return []  # a property or another descriptor: reading it may run code
+        obj = attr
+    names = set(dir(type(obj)))
+    with contextlib.suppress(AttributeError, TypeError):
+        names |= set(object.__getattribute__(obj, "__dict__"))
+    shown = [n for n in names if n.startswith(prefix) and (prefix.startswith("_") or not n.startswith("_"))]
+    base = ".".join(path)
+    return sorted(f"{base}.{n}" for n in shown)
 
 
 def _bindings(executor: Executor) -> KeyBindings:
@@ -188,7 +213,8 @@ class Shell:
             history=RedactingHistory(str(history_path)),
             lexer=PygmentsLexer(SparkscopeLexer) if color else None,
             completer=ShellCompleter(executor),
-            complete_while_typing=False,
+            complete_while_typing=bool(_setting("complete_while_typing", False)),
+            enable_open_in_editor=True,  # Ctrl-X Ctrl-E (v in vi mode) edits the line in $EDITOR
             auto_suggest=AutoSuggestFromHistory(),
             key_bindings=_bindings(executor),
             multiline=True,
@@ -197,6 +223,7 @@ class Shell:
             enable_history_search=False,
             mouse_support=False,
         )
+        self.executor.vi_mode = bool(_setting("vi", False))
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.on_state_change(self.prompt.app.invalidate)
@@ -229,7 +256,7 @@ class Shell:
         with patch_stdout(raw=True):
             while not self.executor.exit_requested:
                 try:
-                    text = self.prompt.prompt("sparkscope> ")
+                    text = self.prompt.prompt("sparkscope> ", vi_mode=self.executor.vi_mode)
                 except KeyboardInterrupt:
                     continue
                 except EOFError:
@@ -239,6 +266,17 @@ class Shell:
         if message:
             print(message)
         return 0
+
+
+def _setting(key: str, default: object) -> object:
+    """A [repl] setting from config.toml; a broken file is reported where profiles are read."""
+    from ..client.errors import SparkscopeError
+    from ..client.remote import setting
+
+    try:
+        return setting("repl", key, default)
+    except SparkscopeError:
+        return default
 
 
 def _escape(text: str) -> str:

@@ -95,3 +95,21 @@ def test_every_documented_c_example_runs(remote_url):
         result = run("--remote", remote_url, "-c", text)
         assert result.returncode == 0, f"{text!r} failed:\n{result.stderr}"
         assert "error:" not in result.stderr
+
+
+def test_format_json_gives_values_as_json_and_errors_as_json_on_stderr(remote_url):
+    result = run("--remote", remote_url, "--format", "json", "-c",
+                 "1 + 1; {'a': [1, 2]}; 1 / 0; :pek x; :sql select 7 as n")
+    assert result.returncode == 1
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"value": 2}, {"value": {"a": [1, 2]}}, {"command": "sql", "ok": True, "rows": [{"n": 7}]}]
+    errors = [json.loads(line) for line in result.stderr.splitlines()]
+    assert errors == [{"error": "ZeroDivisionError: division by zero", "hint": "See :trace for the traceback"},
+                      {"error": "Unknown command :pek", "hint": "Did you mean :peek? Type :help for the list"}]
+
+
+def test_format_json_start_up_errors_are_json_too():
+    result = run("--remote", "http://nowhere:1", "--format", "json", "-c", ":queries")
+    assert result.returncode == 2
+    assert json.loads(result.stderr) == {"error": "'http://nowhere:1' is not a Spark Connect URL",
+                                         "hint": "Use sc://host:port, e.g. sc://localhost:15002"}

@@ -52,3 +52,112 @@ def test_the_toolbar_follows_connection_and_failures_without_a_key(remote_url):
                     what="the toolbar to stop counting the failed query")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)
+
+
+def test_tables_fit_an_80_column_terminal(remote_url):
+    child = spawn("--remote", remote_url, cols=80)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run(":start narrow ss.source.rate(5)")
+    out = repl.run(":queries")
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert all(len(line) <= 80 for line in lines), out
+    header = next(line for line in lines if "name" in line)
+    assert all(word in header for word in ("name", "state", "batch", "input/s", "processed/s"))
+    assert "trigger" not in header  # the least useful columns give way first
+    assert re.search(r"\| narrow\s+\| active", out)
+    wide = repl.run(":sql select 1 as a, 2 as b, 3 as c, 4 as d, 5 as e, 6 as f, 7 as g, 8 as h, 9 as i, 10 as j")
+    assert "-[ RECORD 1 ]" in wide  # too many columns for 80: one record at a time, like pgcli's auto_expand
+    assert all(len(line) <= 80 for line in wide.splitlines())
+    repl.run(":stop narrow")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_long_output_goes_through_the_pager_when_there_is_one(remote_url):
+    child = spawn("--remote", remote_url, env={"PAGER": "less -SRXF"})
+    repl = Repl(child)
+    repl.prompt()
+    child.send(":sql select id from range(100)\r")
+    child.expect(r"\| 37 +\|", timeout=60)  # the first screen
+    child.send("G")  # less: to the end
+    child.expect(r"\(END\)", timeout=30)
+    child.send("q")
+    repl.prompt()
+    assert repl.run("1 + 1").strip().endswith("2")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_without_a_pager_long_output_is_printed_whole(repl):
+    out = repl.run(":sql select id from range(100)")
+    assert "| 99 " in out and "(100 rows)" in out
+
+
+def test_sql_says_when_it_shows_only_the_first_rows(repl):
+    out = repl.run(":sql select id from range(1001)")
+    assert "(first 1,000 rows; --limit N for more)" in out and "| 999 " in out and "| 1000 " not in out
+    out = repl.run(":sql select id from range(1001) --limit 5")
+    assert "(first 5 rows; --limit N for more)" in out
+    assert "(3 rows)" in repl.run(":sql select id from range(3) --limit 5")
+
+
+VI_KEYS = "1 + 1\x1bxA5\r"  # vi: Esc, x deletes the last 1, A appends 5: "1 + 5"
+
+
+def test_vi_mode_from_the_config_and_from_set(remote_url, tmp_path):
+    config = tmp_path / "sparkscope" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[repl]\nvi = true\n")
+    child = spawn("--remote", remote_url, env={"XDG_CONFIG_HOME": str(tmp_path)})
+    repl = Repl(child)
+    repl.prompt()
+    child.send(VI_KEYS)
+    assert repl.prompt().strip().endswith("6")
+    assert repl.run(":set vi off").strip() == "vi key bindings are off"
+    assert repl.run(":set").strip() == "vi = off"
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_set_vi_on_switches_the_keys(repl):
+    assert repl.run(":set vi on").strip() == "vi key bindings are on"
+    repl.child.send(VI_KEYS)
+    assert repl.prompt().strip().endswith("6")
+
+
+def test_ctrl_x_ctrl_e_edits_the_line_in_the_editor(remote_url, tmp_path):
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys\nopen(sys.argv[1], 'w').write('6 * 7\\n')\n")
+    import sys
+
+    child = spawn("--remote", remote_url, env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": ""})
+    repl = Repl(child)
+    repl.prompt()
+    child.send("1 + ")
+    child.sendcontrol("x")
+    child.sendcontrol("e")
+    child.expect("6 \\* 7", timeout=30)  # the editor's text is back in the line
+    child.send("\r")
+    assert repl.prompt().strip().endswith("42")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_help_keys_lists_the_bindings(repl):
+    out = repl.run(":help keys")
+    for key in ("Ctrl-R", "Ctrl-X Ctrl-E", "Ctrl-C", "Ctrl-D", "vi"):
+        assert key in out
+
+
+def test_leaving_says_the_embedded_server_stays_and_how_to_stop_it(remote_url, server):
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+    text = clean(child.before)
+    match = re.search(rf"The embedded Spark Connect server keeps running \(pid {server.pid}, [\d.]+ (MiB|GiB)\); "
+                      r"stop it with: (\S+) server stop", text)
+    assert match, text
+    assert match.group(2).endswith("sparkscope")

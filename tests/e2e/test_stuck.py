@@ -24,16 +24,25 @@ def wait_for_more_batches(repl: Repl, name: str, after: int, tries: int = 120) -
     raise AssertionError(f"{name} made no batch after {after}")
 
 
-def test_ctrl_c_on_await_leaves_the_query_running(repl):
+LONG_COMMANDS = [
+    (":await kept", "Cancelled: the operation was interrupted; streaming queries keep running."),
+    (":tail kept --follow", "Stopped tailing kept"),
+    (":sql select count(*) from range(1000000000000)", "Cancelled"),
+    ("spark.range(1000000000000).count()", "Cancelled"),
+]
+
+
+def test_ctrl_c_in_a_long_command_leaves_the_query_running(repl):
     repl.run(":start kept ss.source.rate(5) --trigger 500ms")
-    first = wait_for_more_batches(repl, "kept", -1)
-    repl.child.send(":await kept\r")
-    repl.child.expect(re.escape(STILL_RUNNING), timeout=30)  # :await is waiting on the server
-    repl.child.sendcontrol("c")
-    out = repl.prompt()
-    assert "Cancelled" in out and "streaming queries keep running" in out
-    assert repl.run("ss.query('kept').is_active").strip().endswith("True")
-    wait_for_more_batches(repl, "kept", first)  # still active, and still making batches
+    last = wait_for_more_batches(repl, "kept", -1)
+    for command, notice in LONG_COMMANDS:
+        repl.child.send(command + "\r")
+        repl.child.expect(re.escape(STILL_RUNNING), timeout=30)  # the command is under way on the server
+        repl.child.sendcontrol("c")
+        out = repl.prompt()
+        assert notice in out, f"{command}: {out}"
+        assert repl.run("ss.query('kept').is_active").strip().endswith("True"), command
+        last = wait_for_more_batches(repl, "kept", last)  # still active, and still making batches
     assert re.search(r"\| kept\s+\| [0-9a-f]{8} \| active", repl.run(":queries"))
     assert repl.run(":stop kept").strip() == "Stopped kept"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -181,3 +182,33 @@ def test_a_server_that_cannot_start_says_why_at_once(tmp_path, flags, cause):
     assert cause in out.stderr and "at org." not in out.stderr
     assert LocalServer(tmp_path / "sparkscope").running() is None
 
+
+
+def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp_path):
+    from sparkscope.client.remote import DEFAULT_PORT
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    holder = socket.socket()
+    try:
+        try:  # take 15002 ourselves, unless another program already holds it
+            holder.bind(("127.0.0.1", DEFAULT_PORT))
+            holder.listen()
+        except OSError:
+            pass
+        out = run("server", "start", env=env)
+        assert out.returncode == 0, out.stderr
+        port = int(re.search(r"sc://localhost:(\d+)", out.stdout).group(1))
+        assert port != DEFAULT_PORT
+        assert out.stderr.strip() == (f"notice: Port {DEFAULT_PORT} is taken by another program or server; the "
+                                      f"embedded server uses port {port} (sparkscope --port N picks one)")
+        listed = run("-c", ":session", env=env)  # nothing configured: this state dir's server, on its port
+        assert listed.returncode == 0, listed.stderr
+        assert f"sc://localhost:{port}" in listed.stdout
+        other = port + 1 if port < 65535 else port - 1
+        wrong = run("--port", str(other), "-c", ":queries", env=env)
+        assert wrong.returncode == 2
+        assert wrong.stderr.strip() == (f"error: The local server already runs on port {port}, not {other}. "
+                                        "Leave out --port, or stop it first: sparkscope server stop.")
+    finally:
+        holder.close()
+        LocalServer(tmp_path / "sparkscope").stop(grace=10)

@@ -110,3 +110,29 @@ def test_every_line_fits_the_terminal():
         assert max(len(line) for line in out.splitlines()) <= 80
     assert "RECORD 1" in render(wide, width=80)  # too many columns for 80: one record at a time
     assert "RECORD" not in render(narrow, width=80)
+
+
+def test_completion_never_reads_properties_or_calls_dir_on_instances():
+    from sparkscope.repl.shell import python_matches
+
+    class Remote:
+        rpcs = 0
+
+        @property
+        def schema(self):
+            Remote.rpcs += 1
+            return self
+
+        def __dir__(self):
+            Remote.rpcs += 1
+            return ["columns"]
+
+        def count(self):
+            return 0
+
+    namespace = {"df": Remote()}
+    assert python_matches("df.c", namespace) == ["df.count"]
+    assert python_matches("df.sch", namespace) == ["df.schema"]
+    assert python_matches("df.schema.", namespace) == []  # completing after a property would read it
+    assert Remote.rpcs == 0
+    assert python_matches("pri", {}) == ["print"]

@@ -122,7 +122,8 @@ class Session:
                 raise ConnectionFailed(
                     f"The server has no session {target.session_id} (it was closed, timed out, or the server "
                     "restarted)", "Connect without --session-id to open a new session")
-            session._call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+            with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
+                session._call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
         except BaseException:
             session._stop_keepalive.set()
             raise

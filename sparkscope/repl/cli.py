@@ -361,7 +361,7 @@ def batch_main(args) -> int:
             ok = _run_file(executor, args.init) and ok
         if args.commands is not None:
             for item in split_commands(args.commands):
-                ok = executor.run(item) and ok
+                ok = executor.run(item.strip()) and ok
                 if executor.exit_requested:
                     break
         if args.file:

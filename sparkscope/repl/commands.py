@@ -96,7 +96,7 @@ def queries(ctx, args, opts):
 
 
 # Spark's two rates measure different spans, so a short batch after a long one shows a high input/s
-RATES_LEGEND = "input/s: the batch's rows ÷ time since the previous batch; processed/s: ÷ the batch's duration"
+RATES_LEGEND = "input/s: rows ÷ time since the previous batch; processed/s: rows ÷ batch duration"
 PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
                     "state rows", "dropped"]
 
@@ -137,7 +137,7 @@ def progress(ctx, args, opts):
         history = query.history[-last:] if last else [p for p in [query.progress] if p]
         rows.extend(_progress_row(query.name, p) for p in history)
     count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
-    footer = f"{count}  {RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
+    footer = f"{count}\n{RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
     return Table(PROGRESS_COLUMNS, rows, footer=footer,
                  droppable=("time", "dropped", "input rows", "state rows", "watermark"))
 

@@ -6,6 +6,7 @@ import datetime as _dt
 import decimal
 import json
 import shutil
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +110,8 @@ def render_table(table: Table, width: int | None = None) -> str:
     parts = [table.title] if table.title else []
     parts.append(body)
     count = len(table.rows)
-    parts.append(table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''})")
+    footer = table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''})"
+    parts.extend(textwrap.fill(line, width) if len(line) > width else line for line in footer.splitlines())
     return "\n".join(p for p in parts if p)
 
 

@@ -65,7 +65,7 @@ def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
     result = run("--remote", remote_url, "--format", "json", "-c", ":stop")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.strip() == "error: :stop needs a query name. Usage: :stop NAME|--all."
+    assert json.loads(result.stderr) == {"error": ":stop needs a query name", "hint": "Usage: :stop NAME|--all"}
 
 
 def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):
@@ -98,14 +98,15 @@ def test_every_documented_c_example_runs(remote_url):
 
 
 def test_format_json_gives_values_as_json_and_errors_as_json_on_stderr(remote_url):
+    # consecutive Python lines run as one block (';' is Python's too): commands in between split them
     result = run("--remote", remote_url, "--format", "json", "-c",
-                 "1 + 1; {'a': [1, 2]}; 1 / 0; :pek x; :sql select 7 as n")
+                 "1 + 1; :sql select 7 as n; {'a': [1, 2]}; :pek x; 1 / 0")
     assert result.returncode == 1
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
-        {"value": 2}, {"value": {"a": [1, 2]}}, {"command": "sql", "ok": True, "rows": [{"n": 7}]}]
+        {"value": 2}, {"command": "sql", "ok": True, "rows": [{"n": 7}]}, {"value": {"a": [1, 2]}}]
     errors = [json.loads(line) for line in result.stderr.splitlines()]
-    assert errors == [{"error": "ZeroDivisionError: division by zero", "hint": "See :trace for the traceback"},
-                      {"error": "Unknown command :pek", "hint": "Did you mean :peek? Type :help for the list"}]
+    assert errors == [{"error": "Unknown command :pek", "hint": "Did you mean :peek? Type :help for the list"},
+                      {"error": "ZeroDivisionError: division by zero", "hint": "See :trace for the traceback"}]
 
 
 def test_format_json_start_up_errors_are_json_too():

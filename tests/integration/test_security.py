@@ -270,6 +270,7 @@ def test_connect_after_a_server_restart_opens_a_new_session(env_server):
     child = spawn("--remote", f"sc://localhost:{port}", env={"XDG_STATE_HOME": str(home)})
     repl = Repl(child)
     repl.prompt()
+    assert "(no queries" in repl.run(":queries")  # connected
     assert repl.run(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
     local.stop(grace=10)
     again = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),

@@ -50,6 +50,10 @@ class AuthenticationFailed(ConnectionFailed):
     """The server wants a token we did not give, or rejected the one we gave."""
 
 
+class ServerUnreachable(ConnectionFailed):
+    """Nothing answers at the server's address (refused, reset, unavailable)."""
+
+
 class DeadlineExceeded(ConnectionFailed):
     """A call got no answer in time (a frozen network or a stuck server); it was abandoned."""
 
@@ -137,7 +141,7 @@ def translate(exc: BaseException) -> SparkscopeError:
     if "StatusCode.UNAVAILABLE" in text or "failed to connect to all addresses" in lowered or (
         "connection refused" in lowered
     ):
-        return ConnectionFailed(
+        return ServerUnreachable(
             "The Spark Connect server is not reachable",
             "Check that it is running (sparkscope server status) and the URL is right",
             error_class or name,

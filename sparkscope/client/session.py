@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .deadline import within
-from .errors import ConfigError, ConnectionFailed, QueryNotFound, SparkscopeError, UnsupportedOperation, translate
+from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
+                     SparkscopeError, UnsupportedOperation, translate)
 from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
 from .probe import probe
@@ -140,10 +141,11 @@ class Session:
         no longer knows this session (after a restart it would silently hand out a new, empty one)."""
         try:
             marker = within(CHECK_DEADLINE, lambda: self.spark.conf.get(SESSION_MARKER, None), "checking the session")
-        except SparkscopeError:
-            raise
         except Exception as exc:
-            raise translate(exc) from exc
+            error = translate(exc)
+            if isinstance(error, (ServerUnreachable, DeadlineExceeded)):
+                raise error from exc  # the server is gone or frozen, not just this session
+            marker = None  # the server answered, but not for this session (changed, closed, unknown)
         if not marker:
             raise ConnectionFailed(f"The server no longer knows session {self.session_id} (it was closed, timed "
                                    "out, or the server restarted); its queries are gone from it",

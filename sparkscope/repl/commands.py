@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from ..client.errors import ConnectionFailed, UnsupportedOperation
+from ..client.errors import SparkscopeError, UnsupportedOperation
 from ..client.progress import write_history
 from .registry import REGISTRY, UsageError, command
 from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
@@ -382,7 +382,7 @@ def connect(ctx, args, opts):
             raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
         current = ctx.session_or_none()
         if current is not None and try_probe(current.target, timeout=2) is not None:
-            with contextlib.suppress(ConnectionFailed):  # the server answers: does it still know us?
+            with contextlib.suppress(SparkscopeError):  # the server answers: does it still know us?
                 current.check()
                 return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
                                ":connect URL switches to another server.")

@@ -60,7 +60,7 @@ def main() -> None:
             stream.feed(child.before + child.after)
             child.expect("sparkscope>", timeout=180)  # and the command is done
             stream.feed(child.before + child.after)
-        settle(1)  # the last redraw, for the screen only
+            settle(0.5)  # let the redraw finish before typing on, so the screen reads in order
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=60)
         stream.feed(child.before or "")

@@ -206,7 +206,9 @@ def server_main(args) -> int:
         return 0
     if args.action == "stop":
         info = server.stop(grace=args.grace)
-        print(f"Stopped the Spark Connect server (pid {info.pid})." if info else "No local server is running.")
+        # Spark Connect lists only the caller's own session's queries, so name what ended in general terms
+        print(f"Stopped the Spark Connect server (pid {info.pid}): the streaming queries of every session on it "
+              "have ended." if info else "No local server is running.")
         return 0
     if args.action == "status":
         info = server.status()

@@ -79,8 +79,12 @@ def test_unreachable_server_on_startup_is_one_line_then_connect_recovers(remote_
     shell = Repl(child)
     shell.prompt()
     assert shell.run("1 + 1").strip() == "2"
-    assert "error: Cannot reach a Spark Connect server" in shell.run(":queries")
-    assert f"error: Cannot reach a Spark Connect server at localhost:{nowhere}" in shell.run(":connect")
+    child.send(":queries\r")  # each command's own error line, waited for in turn
+    shell.expect(re.escape(f"error: Cannot reach a Spark Connect server at localhost:{nowhere}. "))
+    shell.prompt()
+    child.send(":connect\r")  # wait for the line itself: a prompt redrawn above it is not the answer
+    shell.expect(re.escape(f"error: Cannot reach a Spark Connect server at localhost:{nowhere}. "))
+    shell.prompt()
 
     out = shell.run(f":connect {remote_url}")
     assert re.search(rf"Connected to {remote_url} \(session [0-9a-f]{{8}}, Spark 4\.3\.0\)\.", out)

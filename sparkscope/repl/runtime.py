@@ -9,9 +9,6 @@ from __future__ import annotations
 import ast
 import codeop
 import contextlib
-import os
-import shlex
-import shutil
 import sys
 import threading
 import time
@@ -27,6 +24,7 @@ from ..client.secrets import redact
 from . import commands as _commands  # noqa: F401 - registers the colon commands
 from .registry import REGISTRY, UsageError
 from .render import error_json, error_line, render, to_json, value_json
+from .terminal import command_name, page, reattach_command
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 LEAVE_DEADLINE = 10.0
@@ -46,67 +44,6 @@ class Cancel(Exception):
     @property
     def notice(self) -> str:
         return ABANDONED if self.abandoned else CANCELLED
-
-
-def command_name() -> str:
-    """How to run sparkscope again, as printed: `sparkscope` when that is on PATH, else the full path."""
-    here = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    found = shutil.which("sparkscope")
-    if found and (not here or os.path.realpath(found) == here or os.path.basename(here) != "sparkscope"):
-        return "sparkscope"
-    if here and os.path.basename(here) == "sparkscope":
-        return shlex.quote(here)
-    return "sparkscope"
-
-
-def reattach_command(target: Any, session_id: str) -> str:
-    """A command that reattaches to a session, runnable as printed: quoted, and never with the token
-    in it (that comes from where it came from: the state dir, the environment, a profile)."""
-    parts = [command_name()]
-    if target.source == "profile" and target.profile:
-        parts += ["--profile", shlex.quote(target.profile)]
-    elif target.source != "local":
-        parts += ["--remote", shlex.quote(target.bare_url)]
-    parts += ["--session-id", session_id]
-    command = " ".join(parts)
-    if target.token_source in ("url", "argument"):
-        command += "  (with your token in SPARK_CONNECT_AUTHENTICATE_TOKEN)"
-    elif target.token_source == "env":
-        command += "  (with SPARK_CONNECT_AUTHENTICATE_TOKEN set, as now)"
-    return command
-
-
-def pager_command() -> list[str] | None:
-    """The pager for output taller than the screen: [repl] pager in config.toml (false: none), else
-    $PAGER (empty: none), else `less -SRXF` like pgcli."""
-    from ..client.remote import setting
-
-    try:
-        configured = setting("repl", "pager", None)
-    except SparkscopeError:
-        configured = None
-    if configured is False:
-        return None
-    command = str(configured) if configured else os.environ.get("PAGER", "less -SRXF")
-    argv = shlex.split(command)
-    return argv if argv and shutil.which(argv[0]) else None
-
-
-def page(text: str) -> bool:
-    """Show `text` through the pager when it is taller than the terminal; False when it was not paged."""
-    import subprocess
-
-    if not sys.stdout.isatty() or text.count("\n") + 2 < shutil.get_terminal_size((80, 24)).lines:
-        return False
-    argv = pager_command()
-    if argv is None:
-        return False
-    sys.stdout.flush()
-    try:
-        subprocess.run(argv, input=text + "\n", text=True, check=False)
-    except OSError:
-        return False
-    return True
 
 
 def command_timeout() -> float | None:

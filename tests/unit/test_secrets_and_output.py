@@ -10,7 +10,7 @@ from sparkscope.client.errors import SparkscopeError, translate
 from sparkscope.client.remote import Target, parse_url
 from sparkscope.client.secrets import redact, remember_secret
 from sparkscope.repl.render import Table, fit_widths, render
-from sparkscope.repl.runtime import reattach_command
+from sparkscope.repl.terminal import reattach_command
 
 
 @pytest.mark.parametrize("text, secret", [

@@ -328,8 +328,8 @@ class LocalServer:
         if port is None:
             port = next_free_port(DEFAULT_PORT)
             if port != DEFAULT_PORT:
-                logger.warning("Port %d is taken by another program or server; the embedded server uses port %d "
-                            "(sparkscope --port N picks one)", DEFAULT_PORT, port)
+                logger.warning("Port %d is taken by another program or server; the embedded server uses "
+                               "port %d (sparkscope --port N picks one)", DEFAULT_PORT, port)
         if not 0 < port < 65536:
             raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
         if not _usable(port):
@@ -376,7 +376,7 @@ class LocalServer:
 
     def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
                     on_wait: Callable[[float], None] | None, proc: subprocess.Popen | None = None) -> str:
-        target = info.target(token) if token else info.target()
+        target = info.target(token)  # without one given, the server's own
         deadline = time.monotonic() + timeout
         begin = time.monotonic()
         log_offset = self.log_path.stat().st_size if proc is not None and self.log_path.exists() else 0
@@ -422,12 +422,12 @@ class LocalServer:
         return None
 
     def _last_error(self, offset: int = 0) -> str:
+        fatal = self._fatal_error(offset)
+        if fatal:
+            return fatal
         lines = self._new_log_lines(offset)[-60:]
         if not lines:
             return "no output"
-        for index, line in enumerate(lines):
-            if _FATAL.search(line):
-                return _cause(lines[index:])
         for line in reversed(lines):
             if "Exception" in line or "Error" in line or "error" in line:
                 return line.strip()[:200]

@@ -162,8 +162,8 @@ def test_tokens_with_special_characters_never_show(server, token):
 
 
 def _decoy(port: int) -> subprocess.Popen:
-    """A process that looks like the server on its command line, and is not it."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+    """A process that looks like the server on its command line, and is not it (it waits for a signal)."""
+    return subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()",
                              "org.apache.spark.sql.connect.service.SparkConnectServer",
                              f"--conf spark.connect.grpc.binding.port={port}"])
 
@@ -199,7 +199,7 @@ def test_a_pid_of_another_user_is_never_signalled(tmp_path):
         pytest.skip("needs root and setpriv to run a process as another user")
     port = free_port()
     other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
-                              "import time; time.sleep(300)", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                              "import signal; signal.pause()", "org.apache.spark.sql.connect.service.SparkConnectServer",
                               f"--conf spark.connect.grpc.binding.port={port}"])
     try:
         state = tmp_path / "sparkscope"

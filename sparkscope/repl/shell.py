@@ -253,15 +253,18 @@ class Shell:
         return answer.strip().lower() in ("y", "yes")
 
     def loop(self) -> int:
-        with patch_stdout(raw=True):
-            while not self.executor.exit_requested:
-                try:
+        while not self.executor.exit_requested:
+            try:
+                # Output from other threads goes above the prompt only while the prompt is shown. A
+                # command's own output is written directly and in order: through the proxy it could
+                # land after the next prompt was drawn, with no prompt below it.
+                with patch_stdout(raw=True):
                     text = self.prompt.prompt("sparkscope> ", vi_mode=self.executor.vi_mode)
-                except KeyboardInterrupt:
-                    continue
-                except EOFError:
-                    break
-                self.executor.run(text)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            self.executor.run(text)
         message = self.executor.finish(detach=None)
         if message:
             print(message)

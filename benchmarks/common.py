@@ -57,7 +57,9 @@ class RpcCounter:
         self.count = 0
         self.by_method: dict[str, int] = {}
         self._lock = threading.Lock()
-        stub = spark.client._stub
+        from sparkscope.client._pyspark import rpc_stub
+
+        stub = rpc_stub(spark)
         for name in dir(stub):
             method = getattr(stub, name)
             if name[:1].isupper() and callable(method):

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._pyspark import ListenerBus
 from .deadline import within
 from .errors import SparkscopeError
 from .progress import Progress
@@ -236,34 +237,16 @@ class Monitor:
 
     def _listener_healthy(self, listener: Any = None) -> bool:
         """A local check of pyspark's listener bus: our listener is on it and its event thread lives."""
-        bus = self._session.spark.streams._sqlb
-        thread = bus._execution_thread
-        return (listener or self._listener) in bus._listener_bus and thread is not None and thread.is_alive()
-
-    def _reset_bus(self) -> list[Any] | None:
-        """Make pyspark's bus forget the dead event stream, so adding a listener registers anew."""
-        bus = self._session.spark.streams._sqlb
-        if not bus._lock.acquire(timeout=CALL_DEADLINE):  # a stuck addListener holds it
-            return None
-        try:
-            if self._listener in bus._listener_bus:
-                bus._listener_bus.remove(self._listener)
-            others = list(bus._listener_bus)
-            bus._listener_bus.clear()
-            bus._execution_thread = None
-        finally:
-            bus._lock.release()
-        return others
+        return ListenerBus(self._session.spark).healthy(listener or self._listener)
 
     def _watchdog(self) -> None:
         while not self._stop.wait(self._watchdog_interval):
             if self._listener is None or self._listener_healthy():
                 continue
-            others = self._reset_bus()
+            bus = ListenerBus(self._session.spark)  # forget the dead stream, so adding registers anew
+            others = bus.detach_all(self._listener, timeout=CALL_DEADLINE)
             if others is not None and self._register():
-                bus = self._session.spark.streams._sqlb
-                with bus._lock:
-                    bus._listener_bus.extend(others)
+                bus.reattach(others)
                 self.reregistered += 1
                 filled = self._backfill()
                 if self.reregistered == 1:
@@ -278,22 +261,21 @@ class Monitor:
     # -- seeding, back-filling and polling ---------------------------------------------------------------
     def _seed(self) -> None:
         """Known queries and their recent history, before events start arriving."""
-        for query in self._session._adopt_active():
+        for query in self._session.running():
             track = self._track(query.id, query.name)
             with contextlib.suppress(Exception):
                 for progress in query.history:
                     track.add(progress)
-        with self._session._lock:
-            known = list(self._session._queries.values())
-        for query in known:
-            if query._final_state is not None:
+        for query in self._session.known_queries():
+            ended = query.known_state()
+            if ended is not None:
                 track = self._track(query.id, query.name)
-                track.state = query._final_state
-                track.error = query._final_error.short if query._final_error else None
+                track.state = ended
+                track.error = query.final_error.short if query.final_error else None
 
     def _backfill(self) -> int:
         filled = 0
-        for query in self._session._adopt_active():
+        for query in self._session.running():
             track = self._track(query.id, query.name)
             with contextlib.suppress(Exception):
                 for progress in query.history:
@@ -315,7 +297,7 @@ class Monitor:
                 self.on_progress(Progress.from_json(json.loads(last.json)))
         for track in self.tracks():
             if track.state == "active" and track.id not in active:
-                query = self._session._queries.get(track.id)
+                query = next((q for q in self._session.known_queries() if q.id == track.id), None)
                 failure = query.exception if query is not None else None
                 self.on_terminated(track.id, failure.full if failure else None)
 

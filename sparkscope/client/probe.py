@@ -11,6 +11,7 @@ import contextlib
 import socket
 import uuid
 
+from ._pyspark import connect_service
 from .errors import AuthenticationFailed, ConnectionFailed
 from .remote import Target
 
@@ -42,14 +43,12 @@ def _channel(target: Target):
 def probe(target: Target, timeout: float = 3.0) -> str:
     """Return the server's Spark version, or raise ConnectionFailed / AuthenticationFailed."""
     import grpc
-    from pyspark.sql.connect.proto import base_pb2 as pb
-    from pyspark.sql.connect.proto import base_pb2_grpc as pb_grpc
 
     session_id = str(uuid.uuid4())
-    user = pb.UserContext(user_id="sparkscope-probe")
     channel = _channel(target)
     try:
-        stub = pb_grpc.SparkConnectServiceStub(channel)
+        pb, stub = connect_service(channel)
+        user = pb.UserContext(user_id="sparkscope-probe")
         request = pb.AnalyzePlanRequest(session_id=session_id, user_context=user, client_type="sparkscope-probe")
         request.spark_version.SetInParent()
         try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import threading
@@ -11,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._pyspark import query_explain_string
 from .errors import QueryFailed, translate
 from .planning import Trigger
 from .progress import Progress
@@ -142,10 +141,7 @@ class Query:
         return [Progress.from_json(json.loads(p.json)) for p in recent]
 
     def explain(self, extended: bool = False) -> str:
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            self._call(self._handle.explain, extended)
-        return buffer.getvalue().rstrip("\n")
+        return self._call(query_explain_string, self._handle, extended).rstrip("\n")
 
     # -- control ------------------------------------------------------------------------------
     def await_termination(self, timeout: float | None = None, cancelled: threading.Event | None = None) -> bool:

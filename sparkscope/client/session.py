@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._pyspark import explain_string, keep_session_on_close, session_id, user_id
 from .deadline import within
 from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, translate)
@@ -116,7 +117,7 @@ class Session:
         # pyspark retries a lost server for ~20 minutes; an interactive tool should give up in seconds.
         spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
                                                      backoff_multiplier=2.0)])
-        session = cls(spark, target.with_session(spark.client._session_id), version, keepalive)
+        session = cls(spark, target.with_session(session_id(spark)), version, keepalive)
         try:
             if target.session_id and not session._known_to_server():
                 session.close(stop_queries=False)
@@ -155,6 +156,11 @@ class Session:
     @property
     def session_id(self) -> str:
         return str(self.target.session_id)
+
+    @property
+    def user(self) -> str | None:
+        """The user name the server sees (SPARK_USER or USER on this machine)."""
+        return user_id(self.spark)
 
     @property
     def url(self) -> str:
@@ -203,7 +209,7 @@ class Session:
         if not self._call(lambda: df.isStreaming):
             raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
                                        "Build it from spark.readStream or ss.source.*")
-        shape = plan_shape(self._call(df._explain_string, extended=True))
+        shape = plan_shape(self._call(explain_string, df, extended=True))
         chosen = choose_mode(shape, sink, mode)
         warning = watermark_warning(shape)
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
@@ -386,6 +392,17 @@ class Session:
         except Exception as exc:
             raise translate(exc) from exc
 
+    @staticmethod
+    def is_dataframe(value: Any) -> bool:
+        """Whether `value` is a Spark Connect DataFrame."""
+        from pyspark.sql.connect.dataframe import DataFrame
+
+        return isinstance(value, DataFrame)
+
+    def explain(self, df: DataFrame, extended: bool = False) -> str:
+        """The plan of a DataFrame, as DataFrame.explain() would print it."""
+        return str(self._call(explain_string, df, extended=extended))
+
     def sql(self, statement: str, n: int = 1000) -> Rows:
         """Run batch SQL and fetch up to `n` rows."""
         def run() -> Rows:
@@ -433,7 +450,7 @@ class Session:
             with contextlib.suppress(SparkscopeError):
                 within(CLOSE_DEADLINE, self.stop_all, "stopping the session's queries")
         else:
-            self.spark.release_session_on_close = False
+            keep_session_on_close(self.spark)
         with contextlib.suppress(Exception):
             within(CLOSE_DEADLINE, self.spark.stop, "releasing the session")
 

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from ..client.errors import SparkscopeError, UnsupportedOperation
+from ..client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation
 from ..client.progress import write_history
 from .registry import REGISTRY, UsageError, command
 from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
@@ -195,14 +195,12 @@ def explain(ctx, args, opts):
     if target.isidentifier() and target not in ctx.namespace:
         return Block(ctx.session.query(target).explain(extended))
     if target.isidentifier():
-        try:
+        with contextlib.suppress(QueryNotFound):  # a name in the namespace; a dead server is reported
             return Block(ctx.session.query(target).explain(extended))
-        except Exception:
-            pass
     df = ctx.evaluate(target)
-    if not hasattr(df, "_explain_string"):
+    if not ctx.session.is_dataframe(df):
         raise UsageError(f"'{target}' is not a query or a DataFrame", "Give a query name or a DataFrame")
-    return Block(ctx.call(df._explain_string, extended=extended))
+    return Block(ctx.session.explain(df, extended))
 
 
 @command("exception", ":exception NAME [--full]", "Show why a query failed (--full: with the JVM stack)",
@@ -409,7 +407,7 @@ def connect(ctx, args, opts):
 @command("session", ":session", "Show the server URL, session id, Spark version and user")
 def session_(ctx, args, opts):
     session = ctx.session
-    user = getattr(session.spark.client, "_user_id", None) or "-"
+    user = session.user or "-"
     rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
             ["user", user], ["reattach", ctx.reattach_command()]]
     return Table(["field", "value"], rows, footer="")

@@ -1,0 +1,110 @@
+"""The one place sparkscope reaches into pyspark's Connect client beyond its public API.
+
+Each function names the pyspark internal it uses and the version it was checked against.
+tests/unit/test_pyspark_adapter.py fails loudly when an upgrade removes one of them, and
+tests/unit/test_layering.py fails when any other module touches a private pyspark name.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+CHECKED_AGAINST = "4.3.0"
+
+# The private names used below, as (where, attribute): the adapter test checks each still exists.
+INTERNALS = (
+    ("pyspark.sql.connect.dataframe.DataFrame", "_explain_string"),
+    ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__
+    ("pyspark.sql.connect.client.core.SparkConnectClient", "_stub"),  # set in __init__
+    ("pyspark.sql.connect.streaming.query.StreamingQuery", "_execute_streaming_query_cmd"),
+    ("pyspark.sql.connect.streaming.query.StreamingQueryManager", "_sqlb"),  # set in __init__
+    ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_listener_bus"),
+    ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_execution_thread"),
+    ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_lock"),
+)
+
+
+# -- sessions (public in 4.3.0, kept here so one file names every pyspark assumption) -------------
+def session_id(spark: Any) -> str:
+    """SparkSession.session_id (public, 4.3.0)."""
+    return str(spark.session_id)
+
+
+def user_id(spark: Any) -> str | None:
+    """SparkConnectClient._user_id (private, 4.3.0): the user the server sees, from SPARK_USER/USER."""
+    return getattr(spark.client, "_user_id", None)
+
+
+def keep_session_on_close(spark: Any) -> None:
+    """SparkSession.release_session_on_close (public attribute, 4.3.0): stop() then leaves the
+    server-side session, and its queries, running."""
+    spark.release_session_on_close = False
+
+
+def explain_string(df: Any, extended: bool = False) -> str:
+    """DataFrame._explain_string (private, 4.3.0): the plan text that explain() prints."""
+    return str(df._explain_string(extended=extended))
+
+
+def query_explain_string(handle: Any, extended: bool = False) -> str:
+    """StreamingQuery._execute_streaming_query_cmd (private, 4.3.0): the text explain() would print,
+    returned instead (no stdout redirection from a worker thread)."""
+    from pyspark.sql.connect.proto import StreamingQueryCommand
+
+    command = StreamingQueryCommand()
+    command.explain.extended = extended
+    return str(handle._execute_streaming_query_cmd(command).explain.result)
+
+
+def rpc_stub(spark: Any) -> Any:
+    """SparkConnectClient._stub (private, 4.3.0): the gRPC stub, for counting RPCs in benchmarks."""
+    return spark.client._stub
+
+
+# -- the raw gRPC service, for the start-up probe ------------------------------------------------
+def connect_service(channel: Any) -> tuple[Any, Any]:
+    """The generated protobuf module and a SparkConnectService stub on `channel` (4.3.0)."""
+    from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
+
+    return base_pb2, base_pb2_grpc.SparkConnectServiceStub(channel)
+
+
+# -- the streaming listener bus ------------------------------------------------------------------
+class ListenerBus:
+    """pyspark's client-side StreamingQueryListenerBus (spark.streams._sqlb, private, 4.3.0).
+
+    When the server-side event stream breaks, pyspark keeps the dead thread and never registers
+    again; sparkscope resets the bus so that adding a listener opens a new stream.
+    """
+
+    def __init__(self, spark: Any):
+        self._bus = spark.streams._sqlb
+
+    def healthy(self, listener: Any) -> bool:
+        """`listener` is on the bus and the bus's event thread lives."""
+        thread = self._bus._execution_thread
+        return listener in self._bus._listener_bus and thread is not None and thread.is_alive()
+
+    def detach_all(self, listener: Any, timeout: float) -> list[Any] | None:
+        """Forget the dead stream: drop every listener (returned, except `listener`) and the thread.
+        None when the bus's lock is not free within `timeout` (a stuck addListener holds it)."""
+        lock: threading.Lock = self._bus._lock
+        if not lock.acquire(timeout=timeout):
+            return None
+        try:
+            listeners = self._bus._listener_bus
+            if listener in listeners:
+                listeners.remove(listener)
+            others = list(listeners)
+            listeners.clear()
+            self._bus._execution_thread = None
+        finally:
+            lock.release()
+        return others
+
+    def reattach(self, others: list[Any]) -> None:
+        """Put back listeners that detach_all removed, once a new stream runs."""
+        with self._bus._lock:
+            self._bus._listener_bus.extend(others)
+

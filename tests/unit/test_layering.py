@@ -1,0 +1,76 @@
+"""The layering rules, read from the source: repl uses client, client uses pyspark, and only the
+adapter (client/_pyspark.py) reaches into pyspark's private names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "sparkscope"
+ADAPTER = PACKAGE / "client" / "_pyspark.py"
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).glob("*.py"))
+
+
+def _private_accesses(path: Path) -> list[tuple[int, str, str]]:
+    """(line, owner expression, attribute) for every `x._name` where x is not self or cls."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = ast.unparse(node.value)
+            if owner not in ("self", "cls"):
+                found.append((node.lineno, owner, node.attr))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_")
+              and not str(node.args[1].value).startswith("__")):
+            found.append((node.lineno, ast.unparse(node.args[0]), str(node.args[1].value)))
+    return found
+
+
+def _own_private_names() -> set[str]:
+    """Private names sparkscope defines itself: `self._x = …`, `def _x`, `class _X`, module-level `_X = …`."""
+    names: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name.startswith("_"):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_"):
+                names.add(node.attr)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_only_the_adapter_touches_pyspark_private_names():
+    own = _own_private_names()
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == ADAPTER:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyspark"):
+                offenders += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names
+                              if a.name.startswith("_")]
+        offenders += [f"{path.name}:{line} {owner}.{attr}" for line, owner, attr in _private_accesses(path)
+                      if attr not in own]
+    assert offenders == [], "pyspark internals belong in client/_pyspark.py:\n" + "\n".join(offenders)
+
+
+def test_the_repl_touches_no_private_name_of_another_object():
+    offenders = [f"repl/{path.name}:{line} {owner}.{attr}"
+                 for path in _modules("repl") for line, owner, attr in _private_accesses(path)]
+    assert offenders == [], "give the client (or the executor) a public method instead:\n" + "\n".join(offenders)
+
+
+def test_client_never_imports_repl():
+    for path in _modules("client"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = ("." * node.level) + (node.module or "")
+                assert "repl" not in module, f"client/{path.name}:{node.lineno} imports {module}"

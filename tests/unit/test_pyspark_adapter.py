@@ -1,0 +1,49 @@
+"""Fails loudly when a pyspark upgrade removes an internal that client/_pyspark.py relies on."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from sparkscope.client import _pyspark
+
+
+def _owner(dotted: str):
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("where,attribute", _pyspark.INTERNALS, ids=[f"{w.rsplit('.', 1)[1]}.{a}"
+                                                                      for w, a in _pyspark.INTERNALS])
+def test_each_internal_the_adapter_uses_still_exists(where, attribute):
+    owner = _owner(where)
+    # set in __init__ (instance attributes) or defined on the class
+    defined = hasattr(owner, attribute) or f"self.{attribute}" in inspect.getsource(owner.__init__)
+    import pyspark
+
+    assert defined, (f"pyspark {pyspark.__version__} has no {where}.{attribute}; sparkscope was checked against "
+                     f"{_pyspark.CHECKED_AGAINST}. Update sparkscope/client/_pyspark.py.")
+
+
+def test_the_public_names_the_adapter_relies_on_exist():
+    from pyspark.sql.connect.proto import StreamingQueryCommand, base_pb2, base_pb2_grpc
+    from pyspark.sql.connect.session import SparkSession
+
+    assert isinstance(SparkSession.session_id, property)
+    assert "release_session_on_close" in inspect.getsource(SparkSession.__init__)
+    assert hasattr(base_pb2_grpc, "SparkConnectServiceStub") and hasattr(base_pb2, "AnalyzePlanRequest")
+    assert "explain" in StreamingQueryCommand.DESCRIPTOR.fields_by_name
+
+
+def test_every_private_name_in_the_adapter_is_listed():
+    """A new private access must join INTERNALS, so the check above covers it."""
+    import ast
+
+    tree = ast.parse(inspect.getsource(_pyspark))
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and node.attr.startswith("_") and not node.attr.startswith("__")
+            and ast.unparse(node.value) not in ("self",)}
+    listed = {attribute for _, attribute in _pyspark.INTERNALS}
+    assert used - listed == set()

@@ -71,7 +71,7 @@ class AlertRules:
         if event.kind == "notice":
             return [Alert(None, "notice", event.message or "")]
         if event.kind == "terminated" and event.error:
-            return [Alert(name, "failed", f"{name} failed: {event.error} (details: :exception {name})")]
+            return [Alert(name, "failed", f"{name} failed: {event.error}")]
         if event.kind == "started":
             self._queries.pop(name, None)
             return []

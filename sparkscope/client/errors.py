@@ -7,26 +7,46 @@ with a hint on what to do. The original exception stays in `__cause__` and its c
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .secrets import redact
 
+T = TypeVar("T")
+
 
 class SparkscopeError(Exception):
-    """Base class: a message for the user, plus an optional hint."""
+    """Base class: a message for the user, plus an optional hint.
 
-    def __init__(self, message: str, hint: str = "", error_class: str | None = None):
+    `code` names the situation stably (e.g. "query_exists") and `data` holds its particulars (e.g.
+    {"name": "counts"}), so a front end can give its own hint: the SDK's hints speak Python, and the
+    REPL replaces them with its commands (repl/hints.py).
+    """
+
+    code = "error"
+
+    def __init__(self, message: str, hint: str = "", error_class: str | None = None, *,
+                 code: str | None = None, data: dict[str, str] | None = None):
         # Whatever its source (pyspark, gRPC, the JVM), no text leaves sparkscope with a token in it.
         self.message = _bounded(redact(message)).rstrip(".")
         self.hint = _bounded(redact(hint))
         self.error_class = error_class
+        self.code = code or type(self).code
+        self.data = {key: redact(str(value)) for key, value in (data or {}).items()}
         super().__init__(str(self))
 
-    def __str__(self) -> str:
+    def text(self, hint: str | None = None) -> str:
+        """The sentence shown to the user, with this hint (or the error's own)."""
+        hint = self.hint if hint is None else _bounded(redact(hint))
         text = self.message + ("" if self.message.endswith(("!", "?")) else ".")
-        if self.hint:
-            text += " " + self.hint.rstrip(".") + "."
+        if hint:
+            text += " " + hint.rstrip(".") + "."
         return text
+
+    def __str__(self) -> str:
+        return self.text()
 
 
 MAX_WORD = 120  # a pasted blob quoted inside an error is cut, not echoed in full
@@ -41,45 +61,67 @@ def _bounded(text: str) -> str:
 class ConfigError(SparkscopeError):
     """A bad remote URL, profile, flag or configuration value."""
 
+    code = "config"
+
 
 class ConnectionFailed(SparkscopeError):
     """The Spark Connect server cannot be reached, refused us, or went away."""
+
+    code = "connection_failed"
 
 
 class AuthenticationFailed(ConnectionFailed):
     """The server wants a token we did not give, or rejected the one we gave."""
 
+    code = "authentication_failed"
+
 
 class ServerUnreachable(ConnectionFailed):
     """Nothing answers at the server's address (refused, reset, unavailable)."""
+
+    code = "server_unreachable"
 
 
 class DeadlineExceeded(ConnectionFailed):
     """A call got no answer in time (a frozen network or a stuck server); it was abandoned."""
 
+    code = "deadline_exceeded"
+
 
 class ServerError(SparkscopeError):
     """The embedded local server could not be started, stopped or found."""
+
+    code = "server"
 
 
 class AnalysisError(SparkscopeError):
     """Spark rejected a plan: unknown table or column, bad schema, bad SQL."""
 
+    code = "analysis"
+
 
 class UnsupportedOperation(SparkscopeError):
     """An operation Spark does not allow on a streaming DataFrame or with these options."""
+
+    code = "unsupported"
 
 
 class QueryNotFound(SparkscopeError):
     """No query of this session has that name or id."""
 
+    code = "query_not_found"
+
 
 class QueryFailed(SparkscopeError):
     """A streaming query terminated with an exception."""
 
+    code = "query_failed"
+
 
 class Cancelled(SparkscopeError):
     """The operation was cancelled by the user (Ctrl-C)."""
+
+    code = "cancelled"
 
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
@@ -101,16 +143,17 @@ def _strip_sqlstate(text: str) -> str:
     return text.rstrip(";. ")
 
 
-def _hint_for(error_class: str) -> str:
-    base = error_class.split(".")[0]
-    hints = {
-        "TABLE_OR_VIEW_NOT_FOUND": "Check the name with :sql SHOW TABLES, or start the query that creates it",
-        "UNRESOLVED_COLUMN": "Check the column names with :schema",
-        "PARSE_SYNTAX_ERROR": "Check the SQL or DDL syntax",
-        "UNSUPPORTED_FEATURE": "",
-        "INVALID_SESSION_ID": "Reconnect without --session-id to start a new session",
-    }
-    return hints.get(base, "")
+_CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
+    "TABLE_OR_VIEW_NOT_FOUND": ("table_not_found", "Check the name with spark.sql('SHOW TABLES'), or start the "
+                                "query that creates it"),
+    "UNRESOLVED_COLUMN": ("unresolved_column", "Check the column names with df.printSchema()"),
+    "PARSE_SYNTAX_ERROR": ("parse_syntax", "Check the SQL or DDL syntax"),
+    "INVALID_SESSION_ID": ("session_closed", "Connect again without session_id to start a new session"),
+}
+
+
+def _hint_for(error_class: str) -> tuple[str | None, str]:
+    return _CLASS_HINTS.get(error_class.split(".")[0], (None, ""))
 
 
 def translate(exc: BaseException) -> SparkscopeError:
@@ -149,8 +192,8 @@ def translate(exc: BaseException) -> SparkscopeError:
     if error_class and error_class.startswith("INVALID_HANDLE") or "SESSION_CLOSED" in text:
         return ConnectionFailed(
             "The server no longer knows this session (it was closed or timed out)",
-            "Reconnect without --session-id to start a new session",
-            error_class,
+            "Connect again without session_id to start a new session",
+            error_class, code="session_closed",
         )
     if error_class == "NO_ACTIVE_SESSION":
         return ConfigError(
@@ -164,10 +207,28 @@ def translate(exc: BaseException) -> SparkscopeError:
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if error_class:
         message = _strip_sqlstate(first)
-        hint = _hint_for(error_class)
+        code, hint = _hint_for(error_class)
         if error_class.startswith(("STREAMING_", "UNSUPPORTED_", "INVALID_")) or "streaming" in lowered:
-            return UnsupportedOperation(message, hint, error_class)
-        return AnalysisError(message, hint, error_class)
+            return UnsupportedOperation(message, hint, error_class, code=code)
+        return AnalysisError(message, hint, error_class, code=code)
     if name in ("AnalysisException", "ParseException", "IllegalArgumentException"):
         return AnalysisError(_strip_sqlstate(first), "", name)
     return SparkscopeError(_strip_sqlstate(first) or name, "", name)
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """The one place failures cross into sparkscope: any exception from pyspark or gRPC raised
+    inside leaves as a SparkscopeError, with the original as its __cause__."""
+    try:
+        yield
+    except SparkscopeError:
+        raise
+    except Exception as exc:
+        raise translate(exc) from exc
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` with its failure translated."""
+    with translated():
+        return fn(*args, **kwargs)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._pyspark import ListenerBus
 from .deadline import within
+from .logs import log, swallowed
 from .errors import SparkscopeError
 from .progress import Progress
 from .query import summarise_error
@@ -122,7 +123,7 @@ class Monitor:
             self._thread.join(timeout=5)
         if self._listener is not None:
             listener, streams = self._listener, self._session.spark.streams
-            with contextlib.suppress(Exception):  # pyspark waits for the event thread with no deadline
+            with swallowed("removing the listener"):  # pyspark waits for the event thread with no deadline
                 within(CALL_DEADLINE, lambda: streams.removeListener(listener), "removing the live event listener")
             self._listener = None
         self.mode = "stopped"
@@ -160,7 +161,7 @@ class Monitor:
         with self._lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:
-            with contextlib.suppress(Exception):  # one broken consumer must not starve the others
+            with swallowed("delivering an event"):  # one broken consumer must not starve the others
                 callback(event)
 
     def _notice(self, message: str) -> None:
@@ -229,6 +230,7 @@ class Monitor:
         try:  # pyspark swallows a failure here and only warns; a stuck server never answers at all
             within(CALL_DEADLINE, lambda: streams.addListener(listener), "adding the live event listener")
         except Exception:
+            log.debug("could not add the live event listener", exc_info=True)
             return False
         if not self._listener_healthy(listener):
             return False
@@ -263,7 +265,7 @@ class Monitor:
         """Known queries and their recent history, before events start arriving."""
         for query in self._session.running():
             track = self._track(query.id, query.name)
-            with contextlib.suppress(Exception):
+            with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
                     track.add(progress)
         for query in self._session.known_queries():
@@ -277,7 +279,7 @@ class Monitor:
         filled = 0
         for query in self._session.running():
             track = self._track(query.id, query.name)
-            with contextlib.suppress(Exception):
+            with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
                     if track.add(progress):
                         filled += 1

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from pathlib import Path
 
-log = logging.getLogger("sparkscope")
+from .logs import log
+
 
 
 def config_dir() -> Path:

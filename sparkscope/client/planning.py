@@ -162,7 +162,7 @@ def choose_mode(shape: PlanShape, sink: str, mode: str | None) -> str:
             raise UnsupportedOperation(
                 f"{what} only takes append mode, not {mode}",
                 "Add withWatermark before the aggregation and use append, or write to a memory sink in complete mode"
-                if not bounded else "Use --mode append (rows appear once their window closes)",
+                if not bounded else "Use append mode (rows appear once their window closes)",
             )
         if not bounded:
             raise UnsupportedOperation(

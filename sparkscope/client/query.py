@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._pyspark import query_explain_string
-from .errors import QueryFailed, translate
+from .errors import QueryFailed, call, translate
 from .planning import Trigger
 from .progress import Progress
 
@@ -78,18 +78,12 @@ class Query:
         """The underlying pyspark StreamingQuery."""
         return self._handle
 
-    def _call(self, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            raise translate(exc) from exc
-
     # -- state --------------------------------------------------------------------------------
     @property
     def is_active(self) -> bool:
         if self._final_state is not None:
             return False
-        return bool(self._call(lambda: self._handle.isActive))
+        return bool(call(lambda: self._handle.isActive))
 
     def known_state(self) -> str | None:
         """The final state if this process has seen the query end (no RPC), else None."""
@@ -114,13 +108,13 @@ class Query:
     @property
     def status(self) -> dict[str, Any]:
         """Spark's status: message, isDataAvailable, isTriggerActive."""
-        return dict(self._call(lambda: self._handle.status))
+        return dict(call(lambda: self._handle.status))
 
     @property
     def exception(self) -> QueryError | None:
         if self._final_error is not None:
             return self._final_error
-        exc = self._call(self._handle.exception)
+        exc = call(self._handle.exception)
         if exc is None:
             return None
         full = str(exc)
@@ -132,16 +126,16 @@ class Query:
     def progress(self) -> Progress | None:
         if self._final_state is not None:
             return self._final_progress
-        last = self._call(lambda: self._handle.lastProgress)
+        last = call(lambda: self._handle.lastProgress)
         return Progress.from_json(json.loads(last.json)) if last is not None else None
 
     @property
     def history(self) -> list[Progress]:
-        recent = self._call(lambda: self._handle.recentProgress)
+        recent = call(lambda: self._handle.recentProgress)
         return [Progress.from_json(json.loads(p.json)) for p in recent]
 
     def explain(self, extended: bool = False) -> str:
-        return self._call(query_explain_string, self._handle, extended).rstrip("\n")
+        return call(query_explain_string, self._handle, extended).rstrip("\n")
 
     # -- control ------------------------------------------------------------------------------
     def await_termination(self, timeout: float | None = None, cancelled: threading.Event | None = None) -> bool:
@@ -176,7 +170,7 @@ class Query:
             raise error from exc
 
     def stop(self) -> None:
-        self._call(self._handle.stop)
+        call(self._handle.stop)
 
     def info(self, active: bool | None = None, latest: Progress | None = None) -> QueryInfo:
         """One row of `ss.queries()`; the caller may already know whether it is active and its last progress."""

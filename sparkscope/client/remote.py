@@ -139,7 +139,8 @@ def validate_session_id(session_id: str) -> str:
     try:
         uuid.UUID(session_id)
     except ValueError:
-        raise ConfigError(f"'{session_id}' is not a session id", "A session id is a UUID, as printed by :session") from None
+        raise ConfigError(f"'{session_id}' is not a session id", "A session id is a UUID, as in Session.session_id",
+                          code="bad_session_id", data={"value": session_id}) from None
     return session_id
 
 

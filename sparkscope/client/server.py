@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
 import secrets
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ServerError
+from .logs import log as logger
 from .paths import private_dir, server_config_dir, state_dir, write_private
 from .probe import port_open, try_probe
 from .remote import DEFAULT_PORT, TOKEN_ENV, Target, local_target
@@ -38,7 +38,6 @@ START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's re
 _FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
                     r"Failed to bind|Could not parse Master URL|NumberFormatException|INVALID_CONF_VALUE|"
                     r"Error while instantiating 'org\.apache\.spark\.sql\.internal\.SessionStateBuilder'")
-logger = logging.getLogger("sparkscope")
 
 
 @dataclass
@@ -397,7 +396,7 @@ class LocalServer:
                 except AuthenticationFailed:
                     return "unknown (token required)"
                 except Exception:
-                    pass
+                    logger.debug("the server did not answer yet", exc_info=True)
             if time.monotonic() > deadline:
                 raise ServerError(f"The Spark Connect server did not answer within {timeout:.0f}s",
                                   f"See the log: {self.log_path}")

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._pyspark import explain_string, keep_session_on_close, session_id, user_id
 from .deadline import within
+from .logs import log, swallowed
 from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
-                     SparkscopeError, UnsupportedOperation, translate)
+                     SparkscopeError, UnsupportedOperation, call, translate, translated)
 from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
 from .probe import probe
 from .query import Query, QueryInfo
-from .quiet import silence_pyspark
 from .remote import Target, resolve
 from .rows import Rows, fetch
 from .server import LocalServer
@@ -103,17 +103,14 @@ class Session:
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS) -> Session:
-        silence_pyspark()
         version = probe(target, timeout=timeout)
         # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         from pyspark.sql.connect.client.retries import RetryPolicy
         from pyspark.sql.connect.session import SparkSession
 
-        try:
+        with translated():
             spark = SparkSession.builder.remote(target.url(with_token=True)).create()
-        except Exception as exc:
-            raise translate(exc) from exc
         # pyspark retries a lost server for ~20 minutes; an interactive tool should give up in seconds.
         spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
                                                      backoff_multiplier=2.0)])
@@ -123,9 +120,10 @@ class Session:
                 session.close(stop_queries=False)
                 raise ConnectionFailed(
                     f"The server has no session {target.session_id} (it was closed, timed out, or the server "
-                    "restarted)", "Connect without --session-id to open a new session")
+                    "restarted)", "Connect without session_id to open a new session", code="session_unknown",
+                    data={"session_id": str(target.session_id)})
             with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
-                session._call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+                call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
         except BaseException:
             session._stop_keepalive.set()
             raise
@@ -133,7 +131,7 @@ class Session:
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
-        if self._call(self.spark.conf.get, SESSION_MARKER, None):
+        if call(self.spark.conf.get, SESSION_MARKER, None):
             return True
         return bool(self._queries)
 
@@ -150,7 +148,8 @@ class Session:
         if not marker:
             raise ConnectionFailed(f"The server no longer knows session {self.session_id} (it was closed, timed "
                                    "out, or the server restarted); its queries are gone from it",
-                                   "Run :connect to open a new session")
+                                   "Open a new one with sparkscope.connect()", code="session_lost",
+                                   data={"session_id": self.session_id})
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -180,7 +179,7 @@ class Session:
     @property
     def checkpoint_root(self) -> str | None:
         if self._checkpoint_root is None:
-            value = self._call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
+            value = call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
             self._checkpoint_root = value or ""
         return self._checkpoint_root or None
 
@@ -199,17 +198,18 @@ class Session:
         existing = self._find_active_by_name(name)
         if existing is not None:
             raise ConfigError(f"A query named '{name}' is already running",
-                              f"Stop it first (:stop {name}) or pick another name")
+                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
+                              code="query_exists", data={"name": name})
         if sink in FILE_SINKS and not path:
-            raise ConfigError(f"A {sink} sink needs a path", "Pass path=… (--path P)")
+            raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
         path = for_server(path, self.target.on_this_machine) if path else path
         checkpoint = for_server(checkpoint, self.target.on_this_machine) if checkpoint else checkpoint
         if sink == "table":
             table = table or name
-        if not self._call(lambda: df.isStreaming):
+        if not call(lambda: df.isStreaming):
             raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
                                        "Build it from spark.readStream or ss.source.*")
-        shape = plan_shape(self._call(explain_string, df, extended=True))
+        shape = plan_shape(call(explain_string, df, extended=True))
         chosen = choose_mode(shape, sink, mode)
         warning = watermark_warning(shape)
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
@@ -223,7 +223,7 @@ class Session:
             writer = writer.option("checkpointLocation", checkpoint)
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
-        try:
+        with translated():
             if sink == "table":
                 handle = writer.toTable(table)
             elif sink == "foreach_batch":
@@ -232,8 +232,6 @@ class Session:
                 handle = writer.format(sink).start(path)
             else:
                 handle = writer.format(sink).start()
-        except Exception as exc:
-            raise translate(exc) from exc
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning)
         with self._lock:
@@ -243,7 +241,7 @@ class Session:
     # -- looking up -----------------------------------------------------------------------------
     def _adopt_active(self) -> list[Query]:
         """Register queries running in this session that sparkscope did not start (user code, reattach)."""
-        active = self._call(lambda: self.spark.streams.active)
+        active = call(lambda: self.spark.streams.active)
         with self._lock:
             for handle in active:
                 known = self._queries.get(handle.id)
@@ -321,17 +319,15 @@ class Session:
         return stopped
 
     def await_any_termination(self, timeout: float | None = None) -> bool:
-        try:
+        with translated():
             if timeout is None:
                 self.spark.streams.awaitAnyTermination()
                 return True
             return bool(self.spark.streams.awaitAnyTermination(int(max(1, round(timeout)))))
-        except Exception as exc:
-            raise translate(exc) from exc
 
     def reset_terminated(self) -> int:
         """Forget stopped and failed queries; returns how many were forgotten."""
-        self._call(self.spark.streams.resetTerminated)
+        call(self.spark.streams.resetTerminated)
         active_ids = {q.id for q in self._adopt_active()}
         with self._lock:
             gone = [qid for qid in self._queries if qid not in active_ids]
@@ -365,7 +361,8 @@ class Session:
                 error = translate(exc)
                 if error.error_class and error.error_class.startswith("TABLE_OR_VIEW_NOT_FOUND"):
                     raise QueryNotFound(f"No query or table named '{name}'",
-                                        "List them with :queries, or start one with :start") from exc
+                                        "List them with ss.queries(), or start one with ss.start(df, name)",
+                                        code="no_query_or_table", data={"name": name}) from exc
                 raise error from exc
             return df
         if query.sink == "memory":
@@ -383,14 +380,12 @@ class Session:
         if int(n) < 0:
             raise ConfigError(f"Cannot show {n} rows", "Pass a row count of 0 or more")
         df = self.sink_dataframe(name_or_query)
-        try:
+        with translated():
             if where:
                 df = df.where(where)
             if order_by:
                 df = df.orderBy(*([order_by] if isinstance(order_by, str) else order_by))
             return fetch(df, int(n))
-        except Exception as exc:
-            raise translate(exc) from exc
 
     @staticmethod
     def is_dataframe(value: Any) -> bool:
@@ -401,17 +396,18 @@ class Session:
 
     def explain(self, df: DataFrame, extended: bool = False) -> str:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""
-        return str(self._call(explain_string, df, extended=extended))
+        return str(call(explain_string, df, extended=extended))
 
     def sql(self, statement: str, n: int = 1000) -> Rows:
         """Run batch SQL and fetch up to `n` rows."""
         def run() -> Rows:
             df = self.spark.sql(statement)
             if df.isStreaming:
-                raise UnsupportedOperation("This SQL reads a stream", "Start it with :start NAME spark.sql(\"…\")")
+                raise UnsupportedOperation("This SQL reads a stream", "Start it with ss.start(spark.sql(…), NAME)",
+                                           code="sql_is_streaming")
             return fetch(df, n)
 
-        return self._call(run)
+        return call(run)
 
     # -- cancellation -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -429,12 +425,13 @@ class Session:
         try:
             return list(self.spark.interruptTag(tag))
         except Exception:
+            log.debug("could not interrupt the operations tagged %s", tag, exc_info=True)
             return []
 
     # -- closing --------------------------------------------------------------------------------
     def _keepalive(self, every: float) -> None:
         while not self._stop_keepalive.wait(every):
-            with contextlib.suppress(Exception):
+            with swallowed("keeping the session alive"):
                 self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
 
     def close(self, stop_queries: bool = True) -> None:
@@ -451,22 +448,15 @@ class Session:
                 within(CLOSE_DEADLINE, self.stop_all, "stopping the session's queries")
         else:
             keep_session_on_close(self.spark)
-        with contextlib.suppress(Exception):
+        with swallowed("releasing the session"):
             within(CLOSE_DEADLINE, self.spark.stop, "releasing the session")
-
-    def _call(self, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except SparkscopeError:
-            raise
-        except Exception as exc:
-            raise translate(exc) from exc
 
 
 def _sink_of(handle) -> str:
     try:
         last = handle.lastProgress
     except Exception:
+        log.debug("could not read the sink of query %s", handle.id, exc_info=True)
         return "unknown"
     if last is None:
         return "unknown"

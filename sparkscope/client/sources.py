@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, UnsupportedOperation, translate
+from .errors import ConfigError, UnsupportedOperation, translate, translated
 from .paths import for_server
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,12 +85,10 @@ class Sources:
 
     def table(self, name: str) -> DataFrame:
         """A table read as a stream (e.g. the output of another query's table sink)."""
-        try:
+        with translated():
             df = self._spark.readStream.table(name)
             df.schema  # noqa: B018 - resolve now so an unknown table fails here
             return df
-        except Exception as exc:
-            raise translate(exc) from exc
 
     def kafka(self, bootstrap_servers: str, *, subscribe: str | None = None,
               subscribe_pattern: str | None = None, starting_offsets: str | None = None,

@@ -42,7 +42,8 @@ class Tail:
                  on_error: Callable[[str], None] | None = None, limit: int = 20):
         if query.sink != "memory":
             raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only memory-sink queries "
-                                       "can be tailed", f"Start it with the memory sink: :start {query.name}")
+                                       "can be tailed", f"Start it with the memory sink: ss.start(df, '{query.name}')",
+                                       code="sink_not_tailable", data={"name": query.name})
         self.session = session
         self.query = query
         self.limit = limit

@@ -106,21 +106,12 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _show_notices() -> None:
-    """The client's one-line notices (logger 'sparkscope') go to stderr as 'notice: …'."""
-    import logging
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("notice: %(message)s"))
-    logger = logging.getLogger("sparkscope")
-    logger.addHandler(handler)
-    logger.propagate = False
-
-
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    _show_notices()
     args = build_parser().parse_args(argv)
+    from . import diagnostics
+
+    diagnostics.configure(debug=args.debug)
     if args.version:
         from .. import __version__
 
@@ -133,12 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     except SparkscopeError as exc:
         if args.debug:
             raise
-        if args.format == "json":
-            from .render import error_json
+        from .hints import repl_hint
+        from .render import error_json, error_line
 
-            print(error_json(exc.message, exc.hint), file=sys.stderr)
+        if args.format == "json":
+            print(error_json(exc.message, repl_hint(exc)), file=sys.stderr)
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            print(error_line(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -235,8 +227,10 @@ def server_main(args) -> int:
 # -- REPL ----------------------------------------------------------------------------------------------
 def _opener(args):
     from ..client.session import Session, resolve_target
+    from .diagnostics import quiet_pyspark_loggers
 
     def open_session():
+        quiet_pyspark_loggers()
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
                                 on_server_wait=None, port=args.port)
         return Session.open(target)
@@ -263,7 +257,9 @@ def repl_main(args) -> int:
         return batch_main(args)
     executor = Executor(fmt=args.format, interactive=True)
     if not args.debug:
-        _quiet_stderr()
+        from .diagnostics import quiet_stderr
+
+        quiet_stderr()
     from .shell import run_shell
 
     def connect() -> None:
@@ -284,25 +280,12 @@ def _report_connection_later(executor) -> None:
     def watch() -> None:
         try:
             executor.wait_connected()
-        except SparkscopeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
         except Exception as exc:
-            from ..client.errors import translate
+            from .render import error_line
 
-            print(f"error: {translate(exc)}", file=sys.stderr)
+            print(error_line(exc), file=sys.stderr)
 
     threading.Thread(target=watch, daemon=True).start()
-
-
-def _quiet_stderr() -> None:
-    """pyspark and gRPC C code write to fd 2 on their own; send that to the debug log instead."""
-    from ..client.paths import state_dir
-
-    log = os.open(str(state_dir() / "client.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    saved = os.dup(2)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stderr = os.fdopen(saved, "w", buffering=1)
 
 
 def _run_file(executor, path: str) -> bool:
@@ -346,17 +329,11 @@ def _run_file(executor, path: str) -> bool:
 
 
 def batch_main(args) -> int:
-    from ..client.session import Session, resolve_target
     from .registry import split_commands
     from .runtime import Executor
 
     executor = Executor(fmt=args.format, interactive=False)
-    if not args.debug:
-        from ..client.quiet import silence_pyspark
-
-        silence_pyspark()
-    target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id, port=args.port)
-    executor.set_session(Session.open(target))
+    executor.set_session(_opener(args)())
     ok = True
     try:
         if args.init:

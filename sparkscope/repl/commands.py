@@ -7,12 +7,14 @@ import json
 import time
 from typing import Any
 
-from ..client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation
+from ..client.errors import QueryNotFound, call, SparkscopeError, UnsupportedOperation
 from ..client.progress import write_history
-from .registry import REGISTRY, UsageError, command
+from ..client.planning import MODES, SINKS
+from .registry import REGISTRY, Arg, Complete, Runs, Tail, UsageError, command, flag, multi, valued
 from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
 
-SINK_CHOICES = "memory|console|parquet|json|csv|orc|table"
+START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
+TRIGGER_EXAMPLES = ("5s", "once", "available-now", "continuous:1s")
 PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
 
@@ -45,12 +47,11 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 # -- queries ----------------------------------------------------------------------------------------
-@command("start", ":start NAME [EXPR] [--sink " + SINK_CHOICES + "] [--path P] [--table T] "
-         "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
-         "[--option k=v]…",
-         "Start the streaming DataFrame NAME (or EXPR) as a query named NAME",
-         options={"sink": "value", "path": "value", "table": "value", "mode": "value", "trigger": "value",
-                  "checkpoint": "value", "option": "multi"}, args=(1, 2), raw_tail=True)
+@command("start", "Start the streaming DataFrame NAME (or EXPR) as a query named NAME",
+         args=(Arg("NAME", complete=Complete.DATAFRAME), Arg("EXPR", optional=True)),
+         options=(valued("sink", choices=START_SINKS), valued("path", "P"), valued("table", "T"),
+                  valued("mode", choices=MODES), valued("trigger", choices=TRIGGER_EXAMPLES),
+                  valued("checkpoint", "P"), multi("option", "k=v")), tail=Tail.EXPRESSION)
 def start(ctx, args, opts):
     name = args[0]
     if len(args) > 1:
@@ -84,7 +85,7 @@ def start(ctx, args, opts):
     return results
 
 
-@command("queries", ":queries", "List every query of this session with its state and rates", aliases=("ls",))
+@command("queries", "List every query of this session with its state and rates", aliases=("ls",))
 def queries(ctx, args, opts):
     infos = ctx.session.queries()
     rows = [[q.name, short_id(q.id), q.state, q.sink, q.mode, q.trigger,
@@ -107,9 +108,9 @@ def _progress_row(name: str, p) -> list:
             (p.watermark or "-").replace("T", " ").replace(".000Z", ""), p.state_rows, p.dropped_by_watermark]
 
 
-@command("progress", ":progress [NAME] [--json] [--last N] [--chart] [--export FILE.jsonl|FILE.csv]",
-         "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
-         options={"json": "flag", "last": "value", "chart": "flag", "export": "value"}, args=(0, 1))
+@command("progress", "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
+         args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
+         options=(flag("json"), valued("last", "N"), flag("chart"), valued("export", "FILE.jsonl|FILE.csv")))
 def progress(ctx, args, opts):
     session = ctx.session
     last = _int(opts["last"], "batches") if "last" in opts else None
@@ -142,9 +143,10 @@ def progress(ctx, args, opts):
                  droppable=("time", "dropped", "input rows", "state rows", "watermark"))
 
 
-@command("peek", ":peek NAME [N] [--where EXPR] [--order COL] [--vertical] [--export FILE.csv|FILE.jsonl]",
-         "Show (or export) rows of a query's sink; filter, order and limit run on the server",
-         options={"where": "value", "order": "value", "vertical": "flag", "export": "value"}, args=(1, 2))
+@command("peek", "Show (or export) rows of a query's sink; filter, order and limit run on the server",
+         args=(Arg("NAME", complete=Complete.QUERY), Arg("N", optional=True)),
+         options=(valued("where", "EXPR"), valued("order", "COL"), flag("vertical"),
+                  valued("export", "FILE.csv|FILE.jsonl")))
 def peek(ctx, args, opts):
     from ..client.rows import export_path, write_rows
 
@@ -167,7 +169,8 @@ def peek(ctx, args, opts):
     return table
 
 
-@command("status", ":status NAME", "Show a query's state, status message and where it writes", args=(1, 1))
+@command("status", "Show a query's state, status message and where it writes",
+         args=(Arg("NAME", complete=Complete.QUERY),))
 def status(ctx, args, opts):
     query = ctx.session.query(args[0])
     state = query.state
@@ -187,8 +190,9 @@ def status(ctx, args, opts):
     return Table(["field", "value"], rows, footer="")
 
 
-@command("explain", ":explain NAME|EXPR [--extended]", "Show the plan of a query or a DataFrame",
-         options={"extended": "flag"}, args=(1, 1), raw_tail=True)
+@command("explain", "Show the plan of a query or a DataFrame",
+         args=(Arg("NAME|EXPR", complete=Complete.QUERY_OR_DATAFRAME),), options=(flag("extended"),),
+         tail=Tail.EXPRESSION)
 def explain(ctx, args, opts):
     extended = bool(opts.get("extended"))
     target = args[0]
@@ -203,8 +207,8 @@ def explain(ctx, args, opts):
     return Block(ctx.session.explain(df, extended))
 
 
-@command("exception", ":exception NAME [--full]", "Show why a query failed (--full: with the JVM stack)",
-         options={"full": "flag"}, args=(1, 1))
+@command("exception", "Show why a query failed (--full: with the JVM stack)",
+         args=(Arg("NAME", complete=Complete.QUERY),), options=(flag("full"),))
 def exception(ctx, args, opts):
     query = ctx.session.query(args[0])
     error = query.exception
@@ -217,9 +221,9 @@ def exception(ctx, args, opts):
                  data=data)
 
 
-@command("await", ":await NAME [--timeout S] [--all-available]",
-         "Wait until a query ends (or has processed everything available)",
-         options={"timeout": "value", "all-available": "flag"}, args=(1, 1), waits=True)
+@command("await", "Wait until a query ends (or has processed everything available)",
+         args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("timeout", "S"), flag("all-available")),
+         runs=Runs.WAITS)
 def await_(ctx, args, opts):
     query = ctx.session.query(args[0])
     if opts.get("all-available"):
@@ -231,16 +235,17 @@ def await_(ctx, args, opts):
                    f"{query.name} is still running after {timeout:g}s")
 
 
-@command("stop", ":stop NAME|--all", "Stop a query, or all of them", options={"all": "flag"}, args=(0, 1))
+@command("stop", "Stop a query, or all of them", args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
+         options=(flag("all"),))
 def stop(ctx, args, opts):
     if opts.get("all"):
         if args:
-            raise UsageError("Give a query name or --all, not both", "Usage: :stop NAME|--all")
+            raise UsageError("Give a query name or --all, not both", f"Usage: {REGISTRY.usage('stop')}")
         names = ctx.session.stop_all()
         return Message(f"Stopped {len(names)} quer{'y' if len(names) == 1 else 'ies'}" +
                        (f": {', '.join(names)}" if names else ""), {"stopped": names})
     if not args:
-        raise UsageError(":stop needs a query name", "Usage: :stop NAME|--all")
+        raise UsageError(":stop needs a query name", f"Usage: {REGISTRY.usage('stop')}")
     query = ctx.session.query(args[0])
     if query.state != "active":
         return Message(f"{query.name} is not running ({query.state})")
@@ -248,8 +253,8 @@ def stop(ctx, args, opts):
     return Message(f"Stopped {query.name}", {"stopped": [query.name]})
 
 
-@command("schema", ":schema NAME|EXPR", "Show the columns of a DataFrame, query sink or table", args=(1, 1),
-         raw_tail=True)
+@command("schema", "Show the columns of a DataFrame, query sink or table",
+         args=(Arg("NAME|EXPR", complete=Complete.QUERY_OR_DATAFRAME),), tail=Tail.EXPRESSION)
 def schema(ctx, args, opts):
     target = args[0]
     if target in ctx.namespace or not target.isidentifier():
@@ -258,16 +263,16 @@ def schema(ctx, args, opts):
         df = ctx.session.sink_dataframe(target)
     if not hasattr(df, "schema"):
         raise UsageError(f"'{target}' is not a DataFrame", "Give a DataFrame, a query name or a table")
-    fields = ctx.call(lambda: df.schema.fields)
-    streaming = ctx.call(lambda: df.isStreaming)
+    fields = call(lambda: df.schema.fields)
+    streaming = call(lambda: df.isStreaming)
     rows = [[f.name, f.dataType.simpleString(), "yes" if f.nullable else "no"] for f in fields]
     return Table(["column", "type", "nullable"], rows,
                  footer=f"({len(rows)} columns, {'streaming' if streaming else 'batch'})")
 
 
 # -- live ---------------------------------------------------------------------------------------------
-@command("watch", ":watch [NAME…]", "A live full-screen dashboard of the queries (q leaves it)", args=(0, None),
-         fullscreen=True)
+@command("watch", "A live full-screen dashboard of the queries (q leaves it)",
+         args=(Arg("NAME", optional=True, repeat=True, complete=Complete.QUERY),), runs=Runs.FULLSCREEN)
 def watch(ctx, args, opts):
     from .dashboard import Dashboard
 
@@ -288,9 +293,9 @@ def watch(ctx, args, opts):
     return None
 
 
-@command("tail", ":tail NAME [--follow] [--limit N] | :tail --stop [NAME]",
-         "Print each new micro-batch of a memory-sink query above the prompt, like the console sink",
-         options={"follow": "flag", "stop": "flag", "limit": "value"}, args=(0, 1), waits=True)
+@command("tail", "Print each new micro-batch of a memory-sink query above the prompt, like the console sink "
+         "(--stop ends it)", args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
+         options=(flag("follow"), valued("limit", "N"), flag("stop")), runs=Runs.WAITS)
 def tail(ctx, args, opts):
     live = ctx.live()
     if opts.get("stop"):
@@ -299,7 +304,7 @@ def tail(ctx, args, opts):
             raise UsageError(f"{args[0]} is not being tailed", "See what is: :tail --stop stops them all")
         return Message(f"Stopped tailing {', '.join(stopped)}" if stopped else "Nothing is being tailed")
     if not args:
-        raise UsageError(":tail needs a query name", "Usage: :tail NAME [--follow] | :tail --stop [NAME]")
+        raise UsageError(":tail needs a query name", f"Usage: {REGISTRY.usage('tail')}")
     query = ctx.session.query(args[0])
     if query.state != "active":
         raise UsageError(f"{query.name} is not running ({query.state})", f"Start it again: :start {query.name}")
@@ -315,21 +320,22 @@ def tail(ctx, args, opts):
     return Message(f"{query.name} ended ({query.state})")
 
 
-@command("alerts", ":alerts [on|off]", "Turn the one-line alerts above the prompt on or off", args=(0, 1))
+@command("alerts", "Turn the one-line alerts above the prompt on or off",
+         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off")),))
 def alerts(ctx, args, opts):
     live = ctx.live()
     if args:
         choice = args[0].lower()
         if choice not in ("on", "off"):
-            raise UsageError(f"'{args[0]}' is not on or off", "Usage: :alerts on|off")
+            raise UsageError(f"'{args[0]}' is not on or off", f"Usage: {REGISTRY.usage('alerts')}")
         live.alerts_on = choice == "on"
     return Message(f"Alerts are {'on' if live.alerts_on else 'off'} (failures, falling behind, slow batches, "
                    "rows dropped by the watermark)", {"alerts": live.alerts_on})
 
 
 # -- SQL and session --------------------------------------------------------------------------------
-@command("sql", ":sql QUERY [--limit N]", "Run batch SQL (memory sink tables included) and show the result", args=(1, 1),
-         raw=True)
+@command("sql", "Run batch SQL (memory sink tables included) and show the result (QUERY --limit N: more rows)",
+         args=(Arg("QUERY"),), tail=Tail.RAW)
 def sql(ctx, args, opts):
     statement, limit = _sql_limit(args[0])
     rows = ctx.session.sql(statement, n=limit + 1)  # one more than shown tells whether there are more
@@ -349,7 +355,7 @@ def _sql_limit(text: str) -> tuple[str, int]:
     return text[:match.start()].rstrip(), _int(match.group(1), "rows")
 
 
-@command("conf", ":conf [KEY[=VALUE]]", "Show or set a Spark SQL configuration value", args=(0, 1))
+@command("conf", "Show or set a Spark SQL configuration value", args=(Arg("KEY[=VALUE]", optional=True),))
 def conf(ctx, args, opts):
     spark = ctx.session.spark
     if not args:
@@ -359,14 +365,13 @@ def conf(ctx, args, opts):
     if not key.strip():
         raise UsageError(f"'{args[0]}' has no key", "Usage: :conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4")
     if eq:
-        ctx.call(spark.conf.set, key.strip(), value.strip())
+        call(spark.conf.set, key.strip(), value.strip())
         return Message(f"{key.strip()} = {value.strip()}")
-    return Message(f"{key} = {ctx.call(spark.conf.get, key, None)}")
+    return Message(f"{key} = {call(spark.conf.get, key, None)}")
 
 
-@command("connect", ":connect [URL] [--session-id ID]",
-         "Connect again (after the server went away), or switch to another server or session",
-         options={"session-id": "value"}, args=(0, 1), needs_session=False)
+@command("connect", "Connect again (after the server went away), or switch to another server or session",
+         args=(Arg("URL", optional=True),), options=(valued("session-id", "ID"),), needs_session=False)
 def connect(ctx, args, opts):
     from ..client.probe import try_probe
     from ..client.remote import validate_session_id
@@ -404,7 +409,7 @@ def connect(ctx, args, opts):
                    f"Spark {session.server_version}).{note}")
 
 
-@command("session", ":session", "Show the server URL, session id, Spark version and user")
+@command("session", "Show the server URL, session id, Spark version and user")
 def session_(ctx, args, opts):
     session = ctx.session
     user = session.user or "-"
@@ -429,8 +434,9 @@ Key bindings (Emacs by default; [repl] vi = true in config.toml or :set vi on fo
 In :watch: Up/Down select, Enter details, s stop, p pause, ? help, q or Esc back."""
 
 
-@command("set", ":set [vi on|off]", "Show or change REPL settings (vi: vi key bindings)", args=(0, 2),
-         needs_session=False)
+@command("set", "Show or change REPL settings (vi: vi key bindings)",
+         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("vi",)),
+               Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off"))), needs_session=False)
 def set_(ctx, args, opts):
     if not args:
         return Message(f"vi = {'on' if ctx.vi_mode else 'off'}", {"vi": ctx.vi_mode})
@@ -440,8 +446,8 @@ def set_(ctx, args, opts):
     return Message(f"vi key bindings are {args[1]}", {"vi": ctx.vi_mode})
 
 
-@command("help", ":help [COMMAND|keys]", "List the commands, or show how to use one; :help keys lists the keys",
-         args=(0, 1), needs_session=False)
+@command("help", "List the commands, or show how to use one; :help keys lists the keys",
+         args=(Arg("COMMAND|keys", optional=True, complete=Complete.COMMAND),), needs_session=False)
 def help_(ctx, args, opts):
     if args and args[0] == "keys":
         return Block(KEYS)
@@ -455,13 +461,12 @@ def help_(ctx, args, opts):
                         ":help COMMAND shows its usage.")
 
 
-@command("trace", ":trace", "Show the full traceback of the last error", needs_session=False)
+@command("trace", "Show the full traceback of the last error", needs_session=False)
 def trace(ctx, args, opts):
     return Block(ctx.last_traceback or "No error yet.")
 
 
-@command("quit", ":quit", "Leave sparkscope (asks about running queries)", aliases=("exit", "q"),
-         needs_session=False)
+@command("quit", "Leave sparkscope (asks about running queries)", aliases=("exit", "q"), needs_session=False)
 def quit_(ctx, args, opts):
     ctx.request_exit()
 

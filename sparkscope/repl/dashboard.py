@@ -20,7 +20,7 @@ from prompt_toolkit.styles import Style
 
 from ..client.monitor import Monitor, Track
 from .charts import progress_chart_lines, sparkline
-from .render import duration_ms, rate, truncate
+from .render import duration_ms, error_line, rate, truncate
 
 HELP = [
     "↑/↓ or k/j   select a query",
@@ -219,7 +219,7 @@ class Dashboard:
         try:
             self.message = self.stop_query(name)
         except Exception as exc:  # shown in the footer; the dashboard keeps running
-            self.message = f"error: {exc}"
+            self.message = error_line(exc)
         self.app.invalidate()
 
     # -- running ----------------------------------------------------------------------------------------

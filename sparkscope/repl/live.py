@@ -51,7 +51,8 @@ class Live:
         alerts = self._rules.feed(event)  # always fed, so streaks are right when alerts come back on
         if self.alerts_on:
             for alert in alerts:
-                self.say(str(alert))
+                details = f" (details: :exception {alert.query})" if alert.kind == "failed" else ""
+                self.say(f"{alert}{details}")
 
     def say(self, text: str) -> None:
         dashboard = self.dashboard

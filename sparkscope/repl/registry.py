@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import Enum
 
 from ..client.errors import ConfigError
 
@@ -17,21 +18,113 @@ class UsageError(ConfigError):
     """Bad arguments to a colon command."""
 
 
+class Kind(Enum):
+    """What an option takes."""
+
+    FLAG = "flag"  # --follow
+    VALUE = "value"  # --limit N
+    MULTI = "multi"  # --option k=v, given again for each value
+
+
+class Complete(Enum):
+    """What completes an argument or an option's value."""
+
+    NOTHING = "nothing"
+    QUERY = "query"  # names of this session's queries
+    DATAFRAME = "dataframe"  # DataFrames in the namespace
+    QUERY_OR_DATAFRAME = "query or dataframe"
+    COMMAND = "command"  # colon commands
+    CHOICES = "choices"  # the listed choices
+
+
+class Runs(Enum):
+    """How the executor runs a command."""
+
+    WORKER = "worker"  # in a worker thread with a deadline; Ctrl-C interrupts its RPCs
+    WAITS = "waits"  # waits on a query by design: no deadline, and Ctrl-C never interrupts its RPC
+    FULLSCREEN = "fullscreen"  # takes over the terminal: on the main thread, interactive only
+
+
+class Tail(Enum):
+    """How the words after the command name are read."""
+
+    WORDS = "words"  # each word (quotes and brackets kept together) is one argument
+    EXPRESSION = "expression"  # the first word is an argument, the rest one Python expression
+    RAW = "raw"  # everything is one argument (SQL)
+
+
+@dataclass(frozen=True)
+class Arg:
+    metavar: str  # NAME, EXPR, N …
+    optional: bool = False
+    repeat: bool = False
+    complete: Complete = Complete.NOTHING
+    choices: tuple[str, ...] = ()
+
+    def usage(self) -> str:
+        text = "|".join(self.choices) if self.choices and self.metavar == "" else self.metavar
+        text += "…" if self.repeat else ""
+        return f"[{text}]" if self.optional else text
+
+
+@dataclass(frozen=True)
+class Opt:
+    name: str
+    kind: Kind = Kind.FLAG
+    metavar: str = ""
+    choices: tuple[str, ...] = ()
+
+    def usage(self) -> str:
+        if self.kind is Kind.FLAG:
+            return f"[--{self.name}]"
+        value = "|".join(self.choices) if self.choices else self.metavar or "VALUE"
+        return f"[--{self.name} {value}]" + ("…" if self.kind is Kind.MULTI else "")
+
+
+def valued(name: str, metavar: str = "", choices: tuple[str, ...] = ()) -> Opt:
+    return Opt(name, Kind.VALUE, metavar, choices)
+
+
+def flag(name: str) -> Opt:
+    return Opt(name, Kind.FLAG)
+
+
+def multi(name: str, metavar: str = "") -> Opt:
+    return Opt(name, Kind.MULTI, metavar)
+
+
 @dataclass
 class Command:
     name: str
     func: Callable
-    usage: str
     summary: str
+    args: tuple[Arg, ...] = ()
+    options: tuple[Opt, ...] = ()
     aliases: tuple[str, ...] = ()
-    options: dict[str, str] = field(default_factory=dict)  # name -> "value" | "flag" | "multi"
-    min_args: int = 0
-    max_args: int | None = 0
-    raw_tail: bool = False  # positional args after the first are one Python expression
-    raw: bool = False  # everything after the name is one argument (SQL)
+    tail: Tail = Tail.WORDS
+    runs: Runs = Runs.WORKER
     needs_session: bool = True
-    fullscreen: bool = False  # takes over the terminal: runs on the main thread, interactive only
-    waits: bool = False  # waits on a query by design: no deadline, and Ctrl-C never interrupts its RPC
+
+    @property
+    def usage(self) -> str:
+        """Generated from the declared arguments and options, so it cannot drift from the parser."""
+        return " ".join([f":{self.name}", *(a.usage() for a in self.args), *(o.usage() for o in self.options)])
+
+    @property
+    def min_args(self) -> int:
+        return sum(1 for a in self.args if not a.optional and not a.repeat)
+
+    @property
+    def max_args(self) -> int | None:
+        return None if any(a.repeat for a in self.args) else len(self.args)
+
+    def option(self, name: str) -> Opt | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def arg(self, index: int) -> Arg | None:
+        if index < len(self.args):
+            return self.args[index]
+        return self.args[-1] if self.args and self.args[-1].repeat else None
 
 
 @dataclass
@@ -46,15 +139,12 @@ class Registry:
         self.commands: dict[str, Command] = {}
         self._aliases: dict[str, str] = {}
 
-    def command(self, name: str, usage: str, summary: str, *, aliases: tuple[str, ...] = (),
-                options: dict[str, str] | None = None, args: tuple[int, int | None] = (0, 0),
-                raw_tail: bool = False, needs_session: bool = True, raw: bool = False,
-                fullscreen: bool = False, waits: bool = False) -> Callable[[Callable], Callable]:
+    def command(self, name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tuple[Opt, ...] = (),
+                aliases: tuple[str, ...] = (), tail: Tail = Tail.WORDS, runs: Runs = Runs.WORKER,
+                needs_session: bool = True) -> Callable[[Callable], Callable]:
         def register(func: Callable) -> Callable:
-            cmd = Command(name, func, usage, summary, aliases, dict(options or {}), min_args=args[0],
-                          max_args=args[1], raw_tail=raw_tail, raw=raw, needs_session=needs_session,
-                          fullscreen=fullscreen, waits=waits)
-            self.commands[name] = cmd
+            self.commands[name] = Command(name, func, summary, tuple(args), tuple(options), aliases, tail, runs,
+                                          needs_session)
             for alias in aliases:
                 self._aliases[alias] = name
             return func
@@ -63,6 +153,9 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self.commands) + sorted(self._aliases)
+
+    def usage(self, name: str) -> str:
+        return self.lookup(name).usage
 
     def lookup(self, name: str) -> Command:
         key = self._aliases.get(name, name)
@@ -80,7 +173,7 @@ class Registry:
         if not name:
             raise UsageError("Empty command", "Type :help for the list")
         cmd = self.lookup(name)
-        if cmd.raw:
+        if cmd.tail is Tail.RAW:
             args_raw = [rest.strip()] if rest.strip() else []
             if len(args_raw) < cmd.min_args:
                 raise UsageError(f":{cmd.name} needs more arguments", f"Usage: {cmd.usage}")
@@ -92,12 +185,12 @@ class Registry:
         while i < len(tokens):
             token = tokens[i]
             if token.startswith("--") and len(token) > 2 and not token[2].isdigit():
-                key, eq, value = token[2:].partition("=")
-                kind = cmd.options.get(key)
-                if kind is None:
-                    known = " ".join(f"--{o}" for o in cmd.options) or "none"
+                key, eq, given = token[2:].partition("=")
+                option = cmd.option(key)
+                if option is None:
+                    known = " ".join(f"--{o.name}" for o in cmd.options) or "none"
                     raise UsageError(f"Unknown option --{key} for :{cmd.name}", f"Options: {known}")
-                if kind == "flag":
+                if option.kind is Kind.FLAG:
                     if eq:
                         raise UsageError(f"--{key} takes no value", f"Usage: {cmd.usage}")
                     opts[key] = True
@@ -106,17 +199,17 @@ class Registry:
                         i += 1
                         if i >= len(tokens):
                             raise UsageError(f"--{key} needs a value", f"Usage: {cmd.usage}")
-                        value = tokens[i]
-                    value = unquote(value)
-                    if kind == "multi":
+                        given = tokens[i]
+                    given = unquote(given)
+                    if option.kind is Kind.MULTI:
                         opts.setdefault(key, [])
-                        opts[key].append(value)  # type: ignore[union-attr]
+                        opts[key].append(given)  # type: ignore[union-attr]
                     else:
-                        opts[key] = value
+                        opts[key] = given
             else:
                 args.append(token)
             i += 1
-        raw_expression = cmd.raw_tail and len(args) > 1
+        raw_expression = cmd.tail is Tail.EXPRESSION and len(args) > 1
         args = [unquote(args[0]), " ".join(args[1:])] if raw_expression else [unquote(a) for a in args]
         if len(args) < cmd.min_args:
             raise UsageError(f":{cmd.name} needs more arguments", f"Usage: {cmd.usage}")
@@ -124,6 +217,40 @@ class Registry:
             raise UsageError(f"Too many arguments for :{cmd.name}: {' '.join(args[cmd.max_args:])}",
                              f"Usage: {cmd.usage}")
         return Invocation(cmd, args, opts)
+
+
+def command_candidates(cmd: Command, done: list[str], current: str, queries: Callable[[], list[str]],
+                       dataframes: Callable[[], list[str]]) -> list[str]:
+    """What may come next after `done` words of `cmd`, from what the registry declares."""
+    if current.startswith("--"):
+        key, eq, _ = current[2:].partition("=")
+        option = cmd.option(key)
+        if eq and option is not None:
+            return [f"--{key}={choice}" for choice in option.choices if f"--{key}={choice}".startswith(current)]
+        return [f"--{o.name}" for o in cmd.options if f"--{o.name}".startswith(current)]
+    if done and done[-1].startswith("--"):
+        option = cmd.option(done[-1][2:])
+        if option is not None and option.kind is not Kind.FLAG:
+            return [choice for choice in option.choices if choice.startswith(current)]
+    position = 0
+    for index, word in enumerate(done):
+        previous = cmd.option(done[index - 1][2:]) if index and done[index - 1].startswith("--") else None
+        if not word.startswith("--") and not (previous is not None and previous.kind is not Kind.FLAG):
+            position += 1
+    arg = cmd.arg(position)
+    if arg is None:
+        return []
+    complete = arg.complete
+    pool: list[str] = []
+    if complete is Complete.CHOICES:
+        pool = list(arg.choices)
+    elif complete is Complete.COMMAND:
+        pool = REGISTRY.names() + (["keys"] if "keys" in arg.metavar else [])
+    if complete in (Complete.QUERY, Complete.QUERY_OR_DATAFRAME):
+        pool += queries()
+    if complete in (Complete.DATAFRAME, Complete.QUERY_OR_DATAFRAME):
+        pool += [name for name in dataframes() if name not in pool]
+    return [candidate for candidate in pool if candidate.startswith(current)]
 
 
 def split_args(text: str) -> list[str]:

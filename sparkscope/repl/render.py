@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..client.errors import translate
+from .hints import repl_text
+
 FORMATS = ("table", "json", "vertical")
 MARKER = "…"
 
@@ -222,7 +225,8 @@ def progress_charts(name: str, history: list, width: int | None = None) -> str:
 
 
 def error_line(error: BaseException) -> str:
-    return f"error: {error}"
+    """One line for any failure: pyspark's and gRPC's are translated first."""
+    return f"error: {repl_text(translate(error))}"
 
 
 def error_json(message: str, hint: str = "") -> str:

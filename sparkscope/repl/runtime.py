@@ -19,10 +19,12 @@ from concurrent.futures import Future
 from typing import Any, TextIO
 
 from ..client.deadline import within
-from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, translate
+from ..client.logs import swallowed
+from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, translate, translated
 from ..client.secrets import redact
 from . import commands as _commands  # noqa: F401 - registers the colon commands
-from .registry import REGISTRY, UsageError
+from .registry import REGISTRY, Runs, UsageError
+from .hints import repl_hint
 from .render import error_json, error_line, render, to_json, value_json
 from .terminal import command_name, page, reattach_command
 
@@ -122,7 +124,7 @@ class Executor:
             self._live.alerts_on = alerts_on
         self._session_future.set_result(session)
         if old is not None:
-            with contextlib.suppress(Exception):
+            with swallowed("letting the previous session go"):
                 old.close(stop_queries=False)
         return session, old, left
 
@@ -160,7 +162,7 @@ class Executor:
 
     def _state_changed(self) -> None:
         for hook in list(self._state_hooks):
-            with contextlib.suppress(Exception):
+            with swallowed("redrawing after a state change"):
                 hook()
 
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
@@ -204,14 +206,6 @@ class Executor:
             if _from_pyspark(exc):
                 raise translate(exc) from exc
             raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
-
-    def call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except SparkscopeError:
-            raise
-        except Exception as exc:
-            raise translate(exc) from exc
 
     def request_exit(self) -> None:
         self.exit_requested = True
@@ -290,13 +284,13 @@ class Executor:
             invocation = REGISTRY.parse(line)
             if invocation.command.needs_session:
                 self._wait_for_session()
-            if invocation.command.fullscreen:
+            if invocation.command.runs is Runs.FULLSCREEN:
                 if not self.interactive:
                     raise UsageError(f":{invocation.command.name} needs an interactive terminal",
                                      "In scripts use :progress, or :progress NAME --chart")
                 result = invocation.command.func(self, invocation.args, invocation.opts)
             else:
-                waits = invocation.command.waits
+                waits = invocation.command.runs is Runs.WAITS
                 result = self._in_worker(lambda: invocation.command.func(self, invocation.args, invocation.opts),
                                          deadline=None if waits else command_timeout(), interrupt=not waits)
         except Cancel as cancel:
@@ -319,12 +313,8 @@ class Executor:
         if not self._session_future.done() and self.interactive:
             self.err.write("(connecting…)\n")
             self.err.flush()
-        try:
+        with translated():
             self._session_future.result()
-        except SparkscopeError:
-            raise
-        except Exception as exc:
-            raise translate(exc) from exc
 
     def emit(self, name: str, result: Any) -> None:
         if self.fmt == "json":
@@ -341,7 +331,7 @@ class Executor:
         if isinstance(error, Cancelled):
             self._error(CANCELLED)
         elif self.fmt == "json":
-            self._error(error.message, error.hint)
+            self._error(error.message, repl_hint(error))
         else:
             self.err.write(error_line(error) + "\n")
         self.err.flush()

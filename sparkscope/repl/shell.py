@@ -22,10 +22,9 @@ from pygments.token import Keyword, Name, Operator, String, Text
 
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
-from .registry import REGISTRY, split_args
+from .registry import REGISTRY, UsageError, command_candidates, split_args
 from .runtime import Executor, is_complete
 
-QUERY_COMMANDS = ("start", "peek", "stop", "status", "progress", "exception", "await", "explain", "schema")
 
 
 class SparkscopeLexer(RegexLexer):
@@ -87,27 +86,14 @@ class ShellCompleter(Completer):
             return
         name, _, rest = text[1:].partition(" ")
         try:
+            words = split_args(rest) if rest.strip() else []
             cmd = REGISTRY.lookup(name)
-        except Exception:
+        except UsageError:  # an unknown command or an open quote: nothing to offer
             return
-        words = split_args(rest) if rest.strip() else []
         current = "" if rest.endswith(" ") or not words else words[-1]
-        if current.startswith("--"):
-            for option in cmd.options:
-                if ("--" + option).startswith(current):
-                    yield Completion("--" + option, start_position=-len(current))
-            return
-        if cmd.name == "help":
-            candidates = REGISTRY.names()
-        elif cmd.name == "start":
-            candidates = self._dataframe_names()
-        elif cmd.name in QUERY_COMMANDS:
-            candidates = self._query_names() + (self._dataframe_names() if cmd.name in ("explain", "schema") else [])
-        else:
-            candidates = []
-        for candidate in candidates:
-            if candidate.startswith(current):
-                yield Completion(candidate, start_position=-len(current))
+        done = words if current == "" else words[:-1]
+        for candidate in command_candidates(cmd, done, current, self._query_names, self._dataframe_names):
+            yield Completion(candidate, start_position=-len(current))
 
     def _python_completions(self, word: str) -> Iterable[Completion]:
         for match in python_matches(word, self.executor.namespace):

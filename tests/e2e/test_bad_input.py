@@ -13,7 +13,7 @@ CASES = [
     (":frobnicate", "error: Unknown command :frobnicate. Type :help for the list."),
     (":start", "error: :start needs more arguments. Usage: :start NAME [EXPR]"),
     (":peek", "error: :peek needs more arguments. Usage: :peek NAME [N]"),
-    (":stop alive extra", "error: Too many arguments for :stop: extra. Usage: :stop NAME|--all."),
+    (":stop alive extra", "error: Too many arguments for :stop: extra. Usage: :stop [NAME] [--all]."),
     (":peek nosuch", "error: No query or table named 'nosuch'. List them with :queries, or start one with :start."),
     (":stop ghost", "error: No query named 'ghost'. Queries in this session: alive."),
     (":progress ghost", "error: No query named 'ghost'. Queries in this session: alive."),

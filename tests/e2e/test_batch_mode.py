@@ -65,7 +65,7 @@ def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
     result = run("--remote", remote_url, "--format", "json", "-c", ":stop")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert json.loads(result.stderr) == {"error": ":stop needs a query name", "hint": "Usage: :stop NAME|--all"}
+    assert json.loads(result.stderr) == {"error": ":stop needs a query name", "hint": "Usage: :stop [NAME] [--all]"}
 
 
 def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):

@@ -66,6 +66,6 @@ def test_alert_appears_for_a_query_that_fails(repl):
 
 
 def test_watch_refuses_outside_a_terminal_and_tail_needs_a_name(repl):
-    assert "error: :tail needs a query name. Usage: :tail NAME [--follow] | :tail --stop [NAME]" in repl.run(":tail")
+    assert "error: :tail needs a query name. Usage: :tail [NAME] [--follow] [--limit N] [--stop]" in repl.run(":tail")
     assert "error: No query named 'nope'" in repl.run(":watch nope")
-    assert "error: 'maybe' is not on or off. Usage: :alerts on|off" in repl.run(":alerts maybe")
+    assert "error: 'maybe' is not on or off. Usage: :alerts [on|off]" in repl.run(":alerts maybe")

@@ -65,7 +65,9 @@ def test_invalid_and_duplicate_names(ss):
     try:
         with pytest.raises(ConfigError) as err:
             ss.start(rate, "dup")
-        assert str(err.value) == "A query named 'dup' is already running. Stop it first (:stop dup) or pick another name."
+        assert str(err.value) == ("A query named 'dup' is already running. Stop it first (ss.query('dup').stop()) "
+                                  "or pick another name.")
+        assert (err.value.code, err.value.data) == ("query_exists", {"name": "dup"})
         assert query.is_active  # the running query is untouched
     finally:
         query.stop()
@@ -108,7 +110,8 @@ def test_unknown_query_and_unknown_peek(ss):
         ss.query("ghost")
     with pytest.raises(QueryNotFound) as err:
         ss.peek("ghost")
-    assert str(err.value) == "No query or table named 'ghost'. List them with :queries, or start one with :start."
+    assert str(err.value) == ("No query or table named 'ghost'. List them with ss.queries(), or start one with "
+                              "ss.start(df, name).")
 
 
 def test_bad_where_in_peek_and_bad_sql(ss):

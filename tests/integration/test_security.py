@@ -234,9 +234,12 @@ def test_a_made_up_session_id_is_refused_not_silently_new(remote_url):
     with pytest.raises(ConnectionFailed) as err:
         sparkscope.connect(remote_url, session_id=made_up)
     assert str(err.value) == (f"The server has no session {made_up} (it was closed, timed out, or the server "
-                              "restarted). Connect without --session-id to open a new session.")
+                              "restarted). Connect without session_id to open a new session.")
+    assert err.value.code == "session_unknown" and err.value.data == {"session_id": made_up}
     out = run("--remote", remote_url, "--session-id", made_up, "-c", ":queries")
-    assert out.returncode == 2 and out.stderr.strip().startswith(f"error: The server has no session {made_up}")
+    assert out.returncode == 2 and out.stderr.strip() == (
+        f"error: The server has no session {made_up} (it was closed, timed out, or the server restarted). "
+        "Connect without --session-id to open a new session.")
 
 
 def test_close_returns_when_the_network_freezes(server, sandbox):

@@ -74,3 +74,26 @@ def test_client_never_imports_repl():
             if isinstance(node, ast.ImportFrom):
                 module = ("." * node.level) + (node.module or "")
                 assert "repl" not in module, f"client/{path.name}:{node.lineno} imports {module}"
+
+
+def test_the_sdk_quotes_no_repl_command():
+    """The SDK's messages and hints speak Python; the REPL's wording lives in repl/hints.py."""
+    import re
+
+    from sparkscope.repl import commands  # noqa: F401 - registers the commands
+    from sparkscope.repl.registry import REGISTRY
+
+    assert len(REGISTRY.names()) > 20
+    names = "|".join(sorted(REGISTRY.names(), key=len, reverse=True))
+    colon_command = re.compile(rf"(^|[\s(]):({names})\b")
+    offenders = []
+    for path in _modules("client"):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if colon_command.search(node.value):
+                    offenders.append(f"client/{path.name}:{node.lineno} {node.value!r}")
+    assert offenders == []

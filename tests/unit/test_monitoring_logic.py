@@ -34,7 +34,7 @@ def event(p):
 def test_failure_alert_names_the_error_and_where_to_look():
     rules = AlertRules()
     alerts = rules.feed(Event("terminated", "id-1", "counts", error="boom"))
-    assert [str(a) for a in alerts] == ["alert: counts failed: boom (details: :exception counts)"]
+    assert [str(a) for a in alerts] == ["alert: counts failed: boom"]
     assert rules.feed(Event("terminated", "id-1", "counts", error=None)) == []
 
 

@@ -195,6 +195,81 @@ def test_translate_keeps_one_line_and_the_error_class():
             return "TABLE_OR_VIEW_NOT_FOUND"
 
     err = translate(AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table `t` cannot be found. SQLSTATE: 42P01\nJVM"))
-    assert str(err) == ("The table `t` cannot be found. Check the name with :sql SHOW TABLES, or start the query "
-                        "that creates it.")
-    assert err.error_class == "TABLE_OR_VIEW_NOT_FOUND"
+    assert str(err) == ("The table `t` cannot be found. Check the name with spark.sql('SHOW TABLES'), or start the "
+                        "query that creates it.")
+    assert err.error_class == "TABLE_OR_VIEW_NOT_FOUND" and err.code == "table_not_found"
+    from sparkscope.repl.render import error_line
+
+    assert error_line(err) == ("error: The table `t` cannot be found. Check the name with :sql SHOW TABLES, or start "
+                               "the query that creates it.")
+
+
+def test_every_repl_hint_names_a_code_the_client_raises():
+    """The REPL's hints are keyed by the client's error codes: a renamed code must not orphan its hint."""
+    import re
+    from pathlib import Path
+
+    from sparkscope.repl.hints import REPL_HINTS
+
+    client = "\n".join(p.read_text() for p in (Path(__file__).parents[2] / "sparkscope" / "client").glob("*.py"))
+    raised = set(re.findall(r'code="([a-z_]+)"', client)) | set(re.findall(r'\("([a-z_]+)", "', client))
+    assert set(REPL_HINTS) - raised == set()
+
+
+def test_the_sdk_speaks_python_and_the_repl_speaks_commands():
+    from sparkscope.client.errors import ConfigError
+    from sparkscope.repl.render import error_line
+
+    err = ConfigError("A query named 'c' is already running", "Stop it first (ss.query('c').stop())",
+                      code="query_exists", data={"name": "c"})
+    assert str(err) == "A query named 'c' is already running. Stop it first (ss.query('c').stop())."
+    assert error_line(err) == "error: A query named 'c' is already running. Stop it first (:stop c) or pick another name."
+
+
+def _commands():
+    from sparkscope.repl import commands  # noqa: F401 - registers the commands
+    from sparkscope.repl.registry import REGISTRY
+
+    return REGISTRY, list(REGISTRY.commands.values())
+
+
+def test_every_option_of_every_command_completes():
+    from sparkscope.repl.registry import Kind, command_candidates
+
+    registry, commands = _commands()
+    for cmd in commands:
+        for option in cmd.options:
+            assert command_candidates(cmd, [], "--" + option.name[:1], list, list).count("--" + option.name) == 1
+            for choice in option.choices if option.kind is not Kind.FLAG else ():
+                assert choice in command_candidates(cmd, ["--" + option.name], "", list, list), (cmd.name, choice)
+
+
+def test_usage_is_generated_from_what_the_parser_accepts():
+    registry, _ = _commands()
+    assert registry.usage("stop") == ":stop [NAME] [--all]"
+    assert registry.usage("start") == (
+        ":start NAME [EXPR] [--sink memory|console|table|parquet|json|csv|orc|text] [--path P] [--table T] "
+        "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
+        "[--option k=v]…")
+    assert registry.usage("watch") == ":watch [NAME…]"
+    assert registry.usage("alerts") == ":alerts [on|off]"
+
+
+def test_arguments_complete_what_the_registry_declares():
+    from sparkscope.repl.registry import command_candidates
+
+    registry, _ = _commands()
+
+    def offer(line_words, current, name):
+        return command_candidates(registry.lookup(name), line_words, current, lambda: ["counts", "clicks"],
+                                  lambda: ["events", "counts_df"])
+
+    assert offer([], "c", "peek") == ["counts", "clicks"]
+    assert offer(["counts"], "", "peek") == []  # N is not completed
+    assert offer([], "", "start") == ["events", "counts_df"]
+    assert offer([], "c", "explain") == ["counts", "clicks", "counts_df"]
+    assert offer(["--sink"], "p", "start") == ["parquet"]
+    assert offer([], "--sink=j", "start") == ["--sink=json"]
+    assert offer(["--limit", "5"], "c", "tail") == ["counts", "clicks"]  # an option's value is not an argument
+    assert offer([], "k", "help") == ["keys"]
+    assert offer(["vi"], "o", "set") == ["on", "off"]

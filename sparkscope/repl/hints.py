@@ -1,0 +1,35 @@
+"""The REPL's hints for the client's errors: the same situation (the error's code), told in colon
+commands instead of the SDK's Python."""
+
+from __future__ import annotations
+
+from ..client.errors import SparkscopeError
+
+REPL_HINTS = {
+    "query_exists": "Stop it first (:stop {name}) or pick another name",
+    "no_query_or_table": "List them with :queries, or start one with :start",
+    "session_lost": "Run :connect to open a new session",
+    "session_closed": "Run :connect to open a new session",
+    "session_unknown": "Connect without --session-id to open a new session",
+    "bad_session_id": "A session id is a UUID, as printed by :session",
+    "sql_is_streaming": "Start it with :start NAME spark.sql(\"…\")",
+    "needs_path": "Pass --path P",
+    "sink_not_tailable": "Start it with the memory sink: :start {name}",
+    "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
+    "unresolved_column": "Check the column names with :schema",
+}
+
+
+def repl_hint(error: SparkscopeError) -> str:
+    """The hint to show in the REPL: its own wording for the error's code, else the error's hint."""
+    template = REPL_HINTS.get(error.code)
+    if template is None:
+        return error.hint
+    try:
+        return template.format(**error.data)
+    except (KeyError, IndexError):  # a code raised without the data its template needs
+        return error.hint
+
+
+def repl_text(error: SparkscopeError) -> str:
+    return error.text(repl_hint(error))

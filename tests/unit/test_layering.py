@@ -93,7 +93,7 @@ def test_the_sdk_quotes_no_repl_command():
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
                       and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-                if colon_command.search(node.value):
-                    offenders.append(f"client/{path.name}:{node.lineno} {node.value!r}")
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                    and colon_command.search(node.value)):
+                offenders.append(f"client/{path.name}:{node.lineno} {node.value!r}")
     assert offenders == []

@@ -227,17 +227,14 @@ def test_the_sdk_speaks_python_and_the_repl_speaks_commands():
 
 
 def _commands():
-    from sparkscope.repl import commands  # noqa: F401 - registers the commands
-    from sparkscope.repl.registry import REGISTRY
-
     return REGISTRY, list(REGISTRY.commands.values())
 
 
 def test_every_option_of_every_command_completes():
     from sparkscope.repl.registry import Kind, command_candidates
 
-    registry, commands = _commands()
-    for cmd in commands:
+    registry, declared = _commands()
+    for cmd in declared:
         for option in cmd.options:
             assert command_candidates(cmd, [], "--" + option.name[:1], list, list).count("--" + option.name) == 1
             for choice in option.choices if option.kind is not Kind.FLAG else ():

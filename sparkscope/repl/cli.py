@@ -137,18 +137,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- server ------------------------------------------------------------------------------------------
-def _conf_pairs(pairs: list[str]) -> dict:
-    from ..client.errors import ConfigError
-
-    out = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key.strip():
-            raise ConfigError(f"'{pair}' is not KEY=VALUE", "Write --conf spark.some.key=value")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _human(seconds: float) -> str:
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
@@ -158,6 +146,7 @@ def _human(seconds: float) -> str:
 
 def server_main(args) -> int:
     from ..client.server import LocalServer, java_version
+    from .registry import key_values
 
     if args.action == "check-java":
         print(f"Java {java_version()} found")
@@ -174,7 +163,7 @@ def server_main(args) -> int:
         if args.no_token:
             print("warning: --no-token lets every user of this machine run code as you through the server",
                   file=sys.stderr)
-        info = server.start(port=args.port, master=args.master, conf=_conf_pairs(args.conf),
+        info = server.start(port=args.port, master=args.master, conf=key_values(args.conf, "--conf spark.some.key=value"),
                             timeout=args.timeout, on_wait=waiting, require_token=not args.no_token)
         if tty:
             sys.stderr.write("\r" + " " * 50 + "\r")
@@ -290,7 +279,8 @@ def _report_connection_later(executor) -> None:
 
 def _run_file(executor, path: str) -> bool:
     from ..client.errors import ConfigError
-    from .runtime import is_complete
+    from .registry import split_commands
+    from .statements import script_statements
 
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
@@ -300,31 +290,11 @@ def _run_file(executor, path: str) -> bool:
         raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
                           "Save the script as UTF-8") from None
     ok = True
-    block: list[str] = []
-    for line in text.splitlines():
+    for piece in script_statements(text):
         if executor.exit_requested:  # exit(), quit() or :quit end the script
             return ok
-        if block:
-            if line.strip() and line[:1] in (" ", "\t") or line.strip().startswith(("else", "elif", "except",
-                                                                                  "finally")):
-                block.append(line)
-                continue
-            ok = executor.run("\n".join(block) + "\n") and ok
-            block = []
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line.lstrip().startswith(":"):
-            from .registry import split_commands
-
-            for cmd in split_commands(line):
-                ok = executor.run(cmd) and ok
-            continue
-        if is_complete(line):
-            ok = executor.run(line) and ok
-        else:
-            block = [line]
-    if block:
-        ok = executor.run("\n".join(block) + "\n") and ok
+        for item in split_commands(piece) if piece.startswith(":") else [piece]:
+            ok = executor.run(item) and ok
     return ok
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from ..client.errors import QueryNotFound, call, SparkscopeError, UnsupportedOperation
 from ..client.progress import write_history
 from ..client.planning import MODES, SINKS
-from .registry import REGISTRY, Arg, Complete, Runs, Tail, UsageError, command, flag, multi, valued
-from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id
+from .registry import REGISTRY, Arg, Complete, Runs, Tail, UsageError, command, flag, key_value, key_values, multi, valued
+from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id, watermark
 
 START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
 TRIGGER_EXAMPLES = ("5s", "once", "available-now", "continuous:1s")
@@ -34,16 +34,6 @@ def _float(value: Any, what: str) -> float:
         return float(str(value).rstrip("s"))
     except ValueError:
         raise UsageError(f"'{value}' is not a number of {what}", f"Give a number of {what}, e.g. 10") from None
-
-
-def _options(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise UsageError(f"'{pair}' is not key=value", "Write --option key=value")
-        out[key] = value
-    return out
 
 
 # -- queries ----------------------------------------------------------------------------------------
@@ -71,7 +61,7 @@ def start(ctx, args, opts):
     query = ctx.session.start(df, name, sink, mode=opts.get("mode"),
                               trigger=opts.get("trigger"), checkpoint=opts.get("checkpoint"),
                               path=opts.get("path"), table=opts.get("table"),
-                              options=_options(opts.get("option", [])))
+                              options=key_values(opts.get("option", []), "--option key=value"))
     text = (f"Started {query.name} (id {short_id(query.id)}) → {query.sink} sink, {query.mode} mode, "
             f"trigger {query.trigger}")
     results: list[Any] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,
@@ -105,7 +95,7 @@ PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processe
 def _progress_row(name: str, p) -> list:
     return [name, p.batch_id, p.timestamp[11:23], p.input_rows, rate(p.input_rows_per_second),
             rate(p.processed_rows_per_second), duration_ms(p.batch_duration_ms),
-            (p.watermark or "-").replace("T", " ").replace(".000Z", ""), p.state_rows, p.dropped_by_watermark]
+            watermark(p.watermark), p.state_rows, p.dropped_by_watermark]
 
 
 @command("progress", "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
@@ -361,12 +351,11 @@ def conf(ctx, args, opts):
     if not args:
         rows = ctx.session.sql("SET").rows
         return Table(["key", "value"], [r[:2] for r in rows])
-    key, eq, value = args[0].partition("=")
-    if not key.strip():
-        raise UsageError(f"'{args[0]}' has no key", "Usage: :conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4")
-    if eq:
-        call(spark.conf.set, key.strip(), value.strip())
-        return Message(f"{key.strip()} = {value.strip()}")
+    key, given = key_value(args[0], ":conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4",
+                           value_required=False)
+    if given is not None:
+        call(spark.conf.set, key, given)
+        return Message(f"{key} = {given}")
     return Message(f"{key} = {call(spark.conf.get, key, None)}")
 
 

@@ -20,7 +20,7 @@ from prompt_toolkit.styles import Style
 
 from ..client.monitor import Monitor, Track
 from .charts import progress_chart_lines, sparkline
-from .render import duration_ms, error_line, rate, truncate
+from .render import duration_ms, error_line, rate, truncate, watermark
 
 HELP = [
     "↑/↓ or k/j   select a query",
@@ -112,7 +112,7 @@ class Dashboard:
                     f"{p.batch_id if p else '-':>6} {rate(p.input_rows_per_second) if p else '-':>9} "
                     f"{rate(p.processed_rows_per_second) if p else '-':>9} "
                     f"{duration_ms(p.batch_duration_ms) if p else '-':>9} "
-                    f"{_watermark(p.watermark if p else None):<19} {p.state_rows if p else '-':>10} "
+                    f"{watermark(p.watermark if p else None):<19} {p.state_rows if p else '-':>10} "
                     f"{p.dropped_by_watermark if p else '-':>7}  "
                     f"{sparkline(inputs, spark_w, top)} {sparkline(processed, spark_w, top)} "
                     f"{sparkline([h.batch_duration_ms or 0 for h in history], spark_w)}")
@@ -139,7 +139,7 @@ class Dashboard:
             return [("", "\n".join(lines))]
         lines.append(f" batch {p.batch_id}   input {rate(p.input_rows_per_second)}/s   processed "
                      f"{rate(p.processed_rows_per_second)}/s   duration {duration_ms(p.batch_duration_ms)}   "
-                     f"watermark {_watermark(p.watermark)}   state rows {p.state_rows}   "
+                     f"watermark {watermark(p.watermark)}   state rows {p.state_rows}   "
                      f"dropped {p.dropped_by_watermark}")
         chart_height = max(3, min(8, (self._height() - 18) // 2))
         lines.append("")
@@ -235,10 +235,6 @@ class Dashboard:
         finally:
             unsubscribe()
         self.seconds = time.time() - started
-
-
-def _watermark(value: str | None) -> str:
-    return (value or "-").replace("T", " ").replace(".000Z", "").replace("Z", "")[:19]
 
 
 def _copy(track: Track) -> Track:

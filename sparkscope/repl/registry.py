@@ -7,7 +7,7 @@ split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expre
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -253,22 +253,34 @@ def command_candidates(cmd: Command, done: list[str], current: str, queries: Cal
     return [candidate for candidate in pool if candidate.startswith(current)]
 
 
-def split_args(text: str) -> list[str]:
-    """Split on whitespace outside quotes and brackets."""
-    tokens: list[str] = []
-    current: list[str] = []
+def key_value(text: str, example: str, *, value_required: bool = True) -> tuple[str, str | None]:
+    """`KEY=VALUE` (spaces around both trimmed) as (key, value); value None for a bare KEY when allowed.
+    `example` shows the right form in the error, e.g. "--option key=value"."""
+    key, eq, given = text.partition("=")
+    if not key.strip() or (value_required and not eq):
+        raise UsageError(f"'{text}' is not KEY=VALUE", f"Write {example}")
+    return key.strip(), given.strip() if eq else None
+
+
+def key_values(pairs: list[str], example: str) -> dict[str, str]:
+    return {key: str(given) for key, given in (key_value(pair, example) for pair in pairs)}
+
+
+def _top_level(text: str, strict: bool) -> Iterator[tuple[str, bool]]:
+    """Each character, and whether it stands outside quotes and brackets: the one scanner behind
+    splitting commands into words and `-c` text into commands."""
     depth = 0
     quote: str | None = None
     escaped = False
     for ch in text:
         if quote:
-            current.append(ch)
             if escaped:
                 escaped = False
             elif ch == "\\":
                 escaped = True
             elif ch == quote:
                 quote = None
+            yield ch, False
             continue
         if ch in "\"'":
             quote = ch
@@ -276,17 +288,27 @@ def split_args(text: str) -> list[str]:
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
-        elif ch.isspace() and depth == 0:
-            if current:
-                tokens.append("".join(current))
-                current = []
-            continue
-        current.append(ch)
-    if quote:
+        yield ch, depth == 0 and quote is None
+    if quote and strict:
         raise UsageError("Unclosed quote in the command", "Close the quote")
-    if current:
-        tokens.append("".join(current))
-    return tokens
+
+
+def _split_top_level(text: str, at: Callable[[str], bool], strict: bool = False) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    for ch, top in _top_level(text, strict):
+        if top and at(ch):
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def split_args(text: str) -> list[str]:
+    """Split on whitespace outside quotes and brackets."""
+    return [word for word in _split_top_level(text, str.isspace, strict=True) if word]
 
 
 def unquote(token: str) -> str:
@@ -320,23 +342,7 @@ def split_commands(text: str) -> list[str]:
 
 
 def _split_semicolons(line: str) -> list[str]:
-    parts, current, quote, depth = [], [], None, 0
-    for ch in line:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ";" and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current))
-    return parts
+    return _split_top_level(line, lambda ch: ch == ";")
 
 
 REGISTRY = Registry()

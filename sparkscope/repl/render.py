@@ -224,6 +224,11 @@ def progress_charts(name: str, history: list, width: int | None = None) -> str:
     return "\n".join([f"{name}: {span}", *progress_chart_lines(history, width - 1)])
 
 
+def watermark(value: str | None) -> str:
+    """An event-time watermark as `2016-07-26 02:00:00` (UTC, to the second), or '-' before there is one."""
+    return (value or "-").replace("T", " ").replace(".000Z", "").replace("Z", "")[:19]
+
+
 def error_line(error: BaseException) -> str:
     """One line for any failure: pyspark's and gRPC's are translated first."""
     return f"error: {repl_text(translate(error))}"

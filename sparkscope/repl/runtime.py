@@ -7,7 +7,6 @@ run in a worker thread under an operation tag, so Ctrl-C cancels just that serve
 from __future__ import annotations
 
 import ast
-import codeop
 import contextlib
 import sys
 import threading
@@ -486,18 +485,5 @@ def _user_traceback(exc: BaseException, source: str) -> str:
     if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
     return "".join(out)
-
-
-def is_complete(source: str) -> bool:
-    """Like the standard REPL: a block continues until a blank line; brackets continue."""
-    if source.lstrip().startswith(":"):
-        return True
-    if not source.strip():
-        return True
-    try:
-        code = codeop.compile_command(source, "<input>", "single")
-    except (SyntaxError, OverflowError, ValueError):
-        return True  # complete enough to run: the error is reported then
-    return code is not None
 
 

@@ -23,7 +23,8 @@ from pygments.token import Keyword, Name, Operator, String, Text
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
 from .registry import REGISTRY, UsageError, command_candidates, split_args
-from .runtime import Executor, is_complete
+from .runtime import Executor
+from .statements import enter_submits, indent_for
 
 
 
@@ -145,14 +146,12 @@ def _bindings(executor: Executor) -> KeyBindings:
         text = buffer.text
         if buffer.complete_state:
             buffer.complete_state = None
-        lines = text.split("\n")
-        if len(lines) > 1 and not lines[-1].strip():  # a blank line ends the block, as in python
-            buffer.text = text.rstrip() + "\n"
-            buffer.validate_and_handle()
-        elif is_complete(text) and (len(lines) == 1 or not _in_block(text)):
+        if enter_submits(text):
+            if "\n" in text and not text.split("\n")[-1].strip():
+                buffer.text = text.rstrip() + "\n"
             buffer.validate_and_handle()
         else:
-            buffer.insert_text("\n" + _indent_for(text))
+            buffer.insert_text("\n" + indent_for(text))
 
     @kb.add("c-c")
     def _(event) -> None:
@@ -176,17 +175,6 @@ def _default_mouse_handler():
     from prompt_toolkit.key_binding.bindings.mouse import load_mouse_bindings
 
     return next(b.handler for b in load_mouse_bindings().bindings if b.keys == (Keys.Vt100MouseEvent,))
-
-
-def _in_block(text: str) -> bool:
-    lines = text.splitlines()
-    return bool(lines) and (lines[0].rstrip().endswith(":") or lines[-1].startswith((" ", "\t")))
-
-
-def _indent_for(text: str) -> str:
-    last = text.splitlines()[-1] if text.splitlines() else ""
-    indent = last[: len(last) - len(last.lstrip())]
-    return indent + ("    " if last.rstrip().endswith(":") else "")
 
 
 class Shell:

@@ -44,7 +44,7 @@ CASES = [
     (":connect http://x:1", "error: 'http://x:1' is not a Spark Connect URL. Use sc://host:port, e.g. "
                             "sc://localhost:15002."),
     (":conf", None),
-    (":conf =value", "error: '=value' has no key. Usage: :conf KEY=VALUE"),
+    (":conf =value", "error: '=value' is not KEY=VALUE. Write :conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4."),
     (":peek big 5000", "(first 1,000 rows; :peek big 5000 --export FILE.csv writes all 5,000 to a file)"),
 ]
 

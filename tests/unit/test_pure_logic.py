@@ -16,7 +16,7 @@ from sparkscope.client.remote import parse_url, redact, resolve
 from sparkscope.repl import commands  # noqa: F401 - registers commands
 from sparkscope.repl.registry import REGISTRY, UsageError, split_commands
 from sparkscope.repl.render import Table, cell, render_table, render_vertical, to_json
-from sparkscope.repl.runtime import is_complete
+from sparkscope.repl.statements import enter_submits, is_complete, script_statements
 
 
 def test_parse_url_with_params_token_and_session():
@@ -270,3 +270,25 @@ def test_arguments_complete_what_the_registry_declares():
     assert offer(["--limit", "5"], "c", "tail") == ["counts", "clicks"]  # an option's value is not an argument
     assert offer([], "k", "help") == ["keys"]
     assert offer(["vi"], "o", "set") == ["on", "off"]
+
+
+def test_a_script_keeps_a_blank_line_inside_a_def():
+    script = ("def double(x):\n    y = x * 2\n\n    return y\n\nprint(double(2))\n"
+              "df = (spark.range(3)\n.filter('id > 0'))\n:queries; :progress\nfor i in range(2):\n    pass\nelse:\n"
+              "    pass\n# a comment\nx = 1")
+    assert list(script_statements(script)) == [
+        "def double(x):\n    y = x * 2\n\n    return y\n", "print(double(2))",
+        "df = (spark.range(3)\n.filter('id > 0'))\n", ":queries; :progress",
+        "for i in range(2):\n    pass\nelse:\n    pass\n# a comment\n", "x = 1"]
+    for piece in script_statements(script):
+        if not piece.startswith(":"):
+            compile(piece, "<script>", "exec")  # each piece runs on its own: no "unexpected indent"
+
+
+def test_enter_at_the_prompt_follows_the_interpreter():
+    assert enter_submits("x = 1") and enter_submits(":start counts")
+    assert not enter_submits("def f(x):")
+    assert not enter_submits("def f(x):\n    return x")  # a block ends with a blank line
+    assert enter_submits("def f(x):\n    return x\n")
+    assert not enter_submits("foo(1,\n")  # an open bracket continues past a blank line
+    assert enter_submits("foo(1,\n2)")

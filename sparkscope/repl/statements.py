@@ -1,0 +1,74 @@
+"""When Python source is a whole statement: the one rule for the prompt, `-f` scripts and `-c`.
+
+Like the standard interactive interpreter: an open bracket or string always continues; a compound
+statement (def, for, with …) continues while lines are indented, and at the prompt until a blank
+line. In a script a blank line inside a block does not end it; the next unindented line does.
+"""
+
+from __future__ import annotations
+
+import codeop
+from collections.abc import Iterator
+
+_CLAUSES = ("else", "elif", "except", "finally", "case")
+
+
+def is_complete(source: str) -> bool:
+    """True when `source` can run as it is (a syntax error counts: it is reported when run)."""
+    if source.lstrip().startswith(":") or not source.strip():
+        return True
+    try:
+        return codeop.compile_command(source, "<input>", "single") is not None
+    except (SyntaxError, OverflowError, ValueError):
+        return True
+
+
+def is_open(source: str) -> bool:
+    """An unclosed bracket or string: whatever comes next belongs to this statement."""
+    return not is_complete(source + "\n")
+
+
+def enter_submits(text: str) -> bool:
+    """At the prompt: does Enter run `text` (True) or start another line of it (False)?"""
+    lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1].strip():  # a blank line ends the block, as in python
+        return not is_open(text.rstrip())
+    if not is_complete(text):
+        return False
+    return len(lines) == 1 or not _in_block(lines)
+
+
+def script_statements(text: str) -> Iterator[str]:
+    """The pieces of a script in order: each Python statement (with its block) or colon-command line."""
+    pending: list[str] = []
+    for line in text.splitlines():
+        if pending:
+            source = "\n".join(pending)
+            if is_open(source) or not line.strip() or line[:1] in (" ", "\t") or line.lstrip().startswith(
+                    ("#", *_CLAUSES)):
+                pending.append(line)
+                continue
+            yield source.rstrip() + "\n"
+            pending = []
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.lstrip().startswith(":"):
+            yield line.strip()
+            continue
+        if is_complete(line) and not line.rstrip().endswith(":"):
+            yield line
+        else:
+            pending = [line]
+    if pending:
+        yield "\n".join(pending).rstrip() + "\n"
+
+
+def _in_block(lines: list[str]) -> bool:
+    return bool(lines) and (lines[0].rstrip().endswith(":") or lines[-1].startswith((" ", "\t")))
+
+
+def indent_for(text: str) -> str:
+    """The indentation of the next line at the prompt: as the last one, one level more after ':'."""
+    last = text.splitlines()[-1] if text.splitlines() else ""
+    indent = last[: len(last) - len(last.lstrip())]
+    return indent + ("    " if last.rstrip().endswith(":") else "")

@@ -59,12 +59,14 @@ def config_file() -> Path:
 
 
 def server_config_dir() -> Path:
-    """The server-config/ folder: next to the package in a checkout, inside it when installed."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "server-config", here.parent / "server-config"):
-        if (candidate / "spark-defaults.conf").is_file():
-            return candidate
-    raise FileNotFoundError("server-config/spark-defaults.conf is missing from the installation")
+    """The package's server-config/ folder (spark-defaults.conf, log4j2.properties), as a real path:
+    spark-submit reads it from disk."""
+    from importlib.resources import files
+
+    folder = Path(str(files("sparkscope") / "server-config"))
+    if not (folder / "spark-defaults.conf").is_file():
+        raise FileNotFoundError(f"{folder}/spark-defaults.conf is missing from the installation")
+    return folder
 
 
 def private_file(path: Path) -> Path:

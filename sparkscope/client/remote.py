@@ -6,8 +6,6 @@ Pure logic, no pyspark import, so the REPL can resolve its target before pyspark
 from __future__ import annotations
 
 import os
-import stat
-import sys
 import urllib.parse
 import uuid
 from collections.abc import Mapping
@@ -16,12 +14,8 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .secrets import REDACTED, redact, remember_secret
+from .config import load_profiles
 from .paths import config_file
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT_PORT = 15002
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
@@ -142,43 +136,6 @@ def validate_session_id(session_id: str) -> str:
         raise ConfigError(f"'{session_id}' is not a session id", "A session id is a UUID, as in Session.session_id",
                           code="bad_session_id", data={"value": session_id}) from None
     return session_id
-
-
-def _read_config(path: Path) -> dict:
-    if not path.is_file():
-        return {}
-    try:
-        return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc})", "Fix the file or move it away") from None
-
-
-def setting(section: str, key: str, default: object, path: Path | None = None) -> object:
-    """One value from config.toml, e.g. setting("repl", "alerts", True) reads `[repl] alerts = …`."""
-    table = _read_config(path or config_file()).get(section, {})
-    return table.get(key, default) if isinstance(table, dict) else default
-
-
-def load_profiles(path: Path | None = None) -> dict[str, dict]:
-    """Read `[profiles.NAME]` tables (and an optional top-level `default_profile`) from config.toml."""
-    path = path or config_file()
-    data = _read_config(path)
-    if not data:
-        return {}
-    profiles = data.get("profiles", {})
-    if not isinstance(profiles, dict):
-        raise ConfigError(f"'profiles' in {path} must be a table", "Write [profiles.NAME] sections")
-    if any(isinstance(p, dict) and "token" in p for p in profiles.values()):
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            raise ConfigError(
-                f"{path} holds a token but other users can read it (mode {mode:o})",
-                f"Run: chmod 600 {path}",
-            )
-    result = {str(k): dict(v) for k, v in profiles.items() if isinstance(v, dict)}
-    if "default_profile" in data:
-        result["__default__"] = {"name": str(data["default_profile"])}
-    return result
 
 
 def resolve(

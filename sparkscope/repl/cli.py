@@ -235,7 +235,7 @@ def _describe_target(args) -> str:
 
 
 def repl_main(args) -> int:
-    from .runtime import Executor
+    from .executor import Executor
 
     display = _describe_target(args)  # validates URL/profile before anything else
     interactive = args.commands is None and args.file is None
@@ -300,7 +300,7 @@ def _run_file(executor, path: str) -> bool:
 
 def batch_main(args) -> int:
     from .registry import split_commands
-    from .runtime import Executor
+    from .executor import Executor
 
     executor = Executor(fmt=args.format, interactive=False)
     executor.set_session(_opener(args)())

@@ -11,7 +11,8 @@ from ..client.errors import QueryNotFound, call, SparkscopeError, UnsupportedOpe
 from ..client.progress import write_history
 from ..client.planning import MODES, SINKS
 from .registry import REGISTRY, Arg, Complete, Runs, Tail, UsageError, command, flag, key_value, key_values, multi, valued
-from .render import Block, Message, Table, duration_ms, progress_charts, rate, short_id, watermark
+from .render import duration_ms, progress_charts, rate, short_id, watermark
+from .results import Block, Message, Table
 
 START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
 TRIGGER_EXAMPLES = ("5s", "once", "available-now", "continuous:1s")

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.alerts import AlertRules
 from ..client.monitor import Event
-from ..client.remote import setting
+from ..client.config import setting
 from ..client.tail import Tail, TailBatch
-from .render import Table, render
+from .render import render
+from .results import Table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.query import Query
-    from .runtime import Executor
+    from .executor import Executor
 
 
 class Live:

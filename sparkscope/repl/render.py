@@ -8,29 +8,14 @@ import json
 import shutil
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..client.errors import translate
 from .hints import repl_text
+from .results import Block, Message, Result, Table
 
 FORMATS = ("table", "json", "vertical")
 MARKER = "…"
-
-
-@dataclass
-class Table:
-    columns: list[str]
-    rows: list[Sequence[Any]]
-    title: str | None = None
-    footer: str | None = None
-    # columns that may be left out, least useful first, when the table is wider than the terminal
-    droppable: tuple[str, ...] = ()
-
-    def without(self, names: set[str]) -> Table:
-        keep = [i for i, c in enumerate(self.columns) if c not in names]
-        return Table([self.columns[i] for i in keep], [[row[i] for i in keep] for row in self.rows],
-                     self.title, self.footer)
 
 
 def narrowed(table: Table, width: int) -> Table:
@@ -47,23 +32,6 @@ def natural_width(table: Table) -> int:
     texts = [table.columns] + [[cell(v) for v in row] for row in table.rows]
     widths = [max(len(str(r[i])) for r in texts) for i in range(len(table.columns))]
     return sum(widths) + 3 * len(widths) + 1
-
-
-@dataclass
-class Message:
-    text: str
-    data: dict = field(default_factory=dict)  # what --format json shows besides the text
-
-
-@dataclass
-class Block:
-    """Preformatted text (explain output, raw JSON, charts)."""
-
-    text: str
-    data: Any = None
-
-
-Result = Any  # Table | Message | Block | list of those | None
 
 
 def cell(value: Any) -> str:

@@ -23,7 +23,7 @@ from pygments.token import Keyword, Name, Operator, String, Text
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
 from .registry import REGISTRY, UsageError, command_candidates, split_args
-from .runtime import Executor
+from .executor import Executor
 from .statements import enter_submits, indent_for
 
 
@@ -248,7 +248,7 @@ class Shell:
 def _setting(key: str, default: object) -> object:
     """A [repl] setting from config.toml; a broken file is reported where profiles are read."""
     from ..client.errors import SparkscopeError
-    from ..client.remote import setting
+    from ..client.config import setting
 
     try:
         return setting("repl", key, default)

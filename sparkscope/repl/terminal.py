@@ -40,7 +40,7 @@ def pager_command() -> list[str] | None:
     """The pager for output taller than the screen: [repl] pager in config.toml (false: none), else
     $PAGER (empty: none), else `less -SRXF` like pgcli."""
     from ..client.errors import SparkscopeError
-    from ..client.remote import setting
+    from ..client.config import setting
 
     try:
         configured = setting("repl", "pager", None)

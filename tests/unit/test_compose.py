@@ -24,7 +24,7 @@ def test_every_service_uses_the_image_of_the_pinned_spark_version():
     for service in services.values():
         assert service["image"] == f"apache/spark:{_pinned_pyspark()}"
         mounts = service["volumes"]
-        assert "./server-config/spark-defaults.conf:/opt/spark/conf/spark-defaults.conf:ro" in mounts
+        assert "./sparkscope/server-config/spark-defaults.conf:/opt/spark/conf/spark-defaults.conf:ro" in mounts
         for mount in mounts:
             assert (ROOT / mount.split(":")[0]).is_file()
 
@@ -48,9 +48,18 @@ def test_only_the_connect_port_is_published_and_only_on_loopback():
 
 
 def test_server_config_binds_loopback_and_keeps_sessions_and_state_for_streaming():
-    conf = dict(line.split(None, 1) for line in (ROOT / "server-config/spark-defaults.conf").read_text().splitlines()
+    conf = dict(line.split(None, 1) for line in (ROOT / "sparkscope/server-config/spark-defaults.conf").read_text().splitlines()
                 if line.strip() and not line.startswith("#"))
     assert conf["spark.connect.grpc.binding.address"].strip() == "127.0.0.1"
     assert int(conf["spark.sql.shuffle.partitions"]) <= 8
     assert "RocksDBStateStoreProvider" in conf["spark.sql.streaming.stateStore.providerClass"]
     assert conf["spark.connect.session.manager.defaultSessionTimeout"].strip() == "24h"
+
+
+def test_the_server_config_is_a_real_folder_inside_the_package():
+    """A symlink is lost when a wheel is built from a checkout without symlinks."""
+    from sparkscope.client.paths import server_config_dir
+
+    folder = ROOT / "sparkscope" / "server-config"
+    assert not folder.is_symlink() and server_config_dir() == folder.resolve()
+    assert '"server-config/*"' in (ROOT / "pyproject.toml").read_text()

@@ -12,7 +12,8 @@ from sparkscope.client.errors import ConfigError
 from sparkscope.client.monitor import Event, Track
 from sparkscope.client.progress import Progress, write_history
 from sparkscope.repl.charts import compact, line_chart, sparkline
-from sparkscope.repl.render import Table, progress_charts, render_table
+from sparkscope.repl.render import progress_charts, render_table
+from sparkscope.repl.results import Table
 
 
 def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None,

@@ -15,7 +15,8 @@ from sparkscope.client.progress import Progress
 from sparkscope.client.remote import parse_url, redact, resolve
 from sparkscope.repl import commands  # noqa: F401 - registers commands
 from sparkscope.repl.registry import REGISTRY, UsageError, split_commands
-from sparkscope.repl.render import Table, cell, render_table, render_vertical, to_json
+from sparkscope.repl.render import cell, render_table, render_vertical, to_json
+from sparkscope.repl.results import Table
 from sparkscope.repl.statements import enter_submits, is_complete, script_statements
 
 

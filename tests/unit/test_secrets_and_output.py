@@ -9,7 +9,8 @@ import pytest
 from sparkscope.client.errors import SparkscopeError, translate
 from sparkscope.client.remote import Target, parse_url
 from sparkscope.client.secrets import redact, remember_secret
-from sparkscope.repl.render import Table, fit_widths, render
+from sparkscope.repl.render import fit_widths, render
+from sparkscope.repl.results import Table
 from sparkscope.repl.terminal import reattach_command
 
 

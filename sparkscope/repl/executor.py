@@ -48,7 +48,7 @@ class Cancel(Exception):
 
 
 def command_timeout() -> float | None:
-    from ..client.remote import setting
+    from ..client.config import setting
 
     try:
         value = float(setting("repl", "command_timeout", COMMAND_TIMEOUT))  # type: ignore[arg-type]
@@ -455,7 +455,8 @@ def describe(value: Any) -> str:
         except Exception as exc:
             return f"DataFrame (invalid: {translate(exc)})"
     if type(value).__name__ == "Rows" and hasattr(value, "columns"):
-        from .render import Table, render_table
+        from .render import render_table
+        from .results import Table
 
         return render_table(Table(value.columns, value.rows))
     return repr(value)

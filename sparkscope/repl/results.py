@@ -1,0 +1,40 @@
+"""What a colon command returns: a Table, a Message or a Block (or a list of them). Rendering them
+as text or JSON is render.py's job."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[Sequence[Any]]
+    title: str | None = None
+    footer: str | None = None
+    # columns that may be left out, least useful first, when the table is wider than the terminal
+    droppable: tuple[str, ...] = ()
+
+    def without(self, names: set[str]) -> Table:
+        keep = [i for i, c in enumerate(self.columns) if c not in names]
+        return Table([self.columns[i] for i in keep], [[row[i] for i in keep] for row in self.rows],
+                     self.title, self.footer)
+
+
+@dataclass
+class Message:
+    text: str
+    data: dict = field(default_factory=dict)  # what --format json shows besides the text
+
+
+@dataclass
+class Block:
+    """Preformatted text (explain output, raw JSON, charts)."""
+
+    text: str
+    data: Any = None
+
+
+Result = Any  # Table | Message | Block | list of those | None

@@ -40,6 +40,7 @@ bench: $(TESTSTAMP)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check sparkscope tests benchmarks examples
+	$(BIN)/mypy
 
 server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .monitor import Event
+from .progress import Progress
 
 BEHIND_BATCHES = 3
 REPEAT_AFTER = 60.0
@@ -79,7 +80,7 @@ class AlertRules:
             return []
         return self._progress_alerts(name, event.progress)
 
-    def _progress_alerts(self, name: str, p) -> list[Alert]:
+    def _progress_alerts(self, name: str, p: Progress) -> list[Alert]:
         alerts: list[Alert] = []
         state = self._state(name)
         growing = p.input_rows > state.last_input_rows > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 
 from .errors import ConfigError, UnsupportedOperation
@@ -32,15 +33,16 @@ class Trigger:
             return f"{self.kind}:{self.interval}" if self.kind == "continuous" else str(self.interval)
         return self.kind
 
-    def writer_kwargs(self) -> dict[str, object]:
+    def writer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for DataStreamWriter.trigger()."""
-        return {
+        kwargs: dict[str, dict[str, Any]] = {
             "default": {},
             "processing": {"processingTime": self.interval},
             "once": {"once": True},
             "available-now": {"availableNow": True},
             "continuous": {"continuous": self.interval},
-        }[self.kind]
+        }
+        return kwargs[self.kind]
 
     @property
     def seconds(self) -> float | None:
@@ -122,9 +124,10 @@ def _analyzed_section(explain: str) -> str:
 def plan_shape(analyzed_plan: str) -> PlanShape:
     """Read an analyzed logical plan (explain text) top-down: a node printed above is an ancestor."""
     lines = [line for line in _analyzed_section(analyzed_plan).splitlines() if line.strip()]
-    agg_at = [i for i, line in enumerate(lines) if _NODE.search(line) and _NODE.search(line).group(1) == "Aggregate"]
+    nodes = [match.group(1) if match else None for match in map(_NODE.search, lines)]
+    agg_at = [i for i, node in enumerate(nodes) if node == "Aggregate"]
     wm_at = [i for i, line in enumerate(lines) if "EventTimeWatermark" in line]
-    joins = sum(1 for line in lines if _NODE.search(line) and _NODE.search(line).group(1) == "Join")
+    joins = nodes.count("Join")
     relations = sum(1 for line in lines if "StreamingRelation" in line or "StreamingDataSourceV2" in line)
     stateful = any("FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line for line in lines)
     if not agg_at:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import uuid
+from typing import Any
 
 from ._pyspark import connect_service
 from .errors import AuthenticationFailed, ConnectionFailed
@@ -24,7 +25,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _channel(target: Target):
+def _channel(target: Target) -> Any:
     """The channel pyspark's ChannelBuilder.toChannel would build (checked against pyspark 4.3.0): plain
     without a token; gRPC local credentials to 'localhost' (loopback only); TLS everywhere else.
     The token rides as call credentials, which gRPC refuses to send over a channel it deems insecure."""
@@ -62,7 +63,7 @@ def probe(target: Target, timeout: float = 3.0) -> str:
         channel.close()
 
 
-def _probe_error(target: Target, exc) -> ConnectionFailed:
+def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     import grpc
 
     code = exc.code() if hasattr(exc, "code") else None

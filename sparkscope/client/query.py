@@ -15,7 +15,10 @@ from .planning import Trigger
 from .progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql.connect.streaming.query import StreamingQuery
+    from pyspark.sql.connect.streaming.query import StreamingQuery as ConnectStreamingQuery
+    from pyspark.sql.streaming import StreamingQuery as ClassicStreamingQuery
+
+    StreamingQuery = ConnectStreamingQuery | ClassicStreamingQuery  # toTable() is typed as the classic one
 
 AWAIT_SLICE = 1.0  # seconds per awaitTermination call: the longest a cancelled wait lingers on the server
 
@@ -147,7 +150,8 @@ class Query:
         try:
             while not (cancelled is not None and cancelled.is_set()):
                 left = AWAIT_SLICE if deadline is None else min(AWAIT_SLICE, deadline - time.monotonic())
-                if self._handle.awaitTermination(max(0.001, left)):
+                # pyspark 4.3 annotates int but takes a float (it sends int(timeout * 1000) ms)
+                if self._handle.awaitTermination(max(0.001, left)):  # type: ignore[arg-type]
                     return True
                 if deadline is not None and time.monotonic() >= deadline:
                     return False

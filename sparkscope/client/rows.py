@@ -25,13 +25,13 @@ class Rows:
     def as_dicts(self) -> list[dict]:
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         import pandas as pd
 
         return pd.DataFrame(self.rows, columns=self.columns)
 
     @classmethod
-    def from_arrow(cls, table) -> Rows:
+    def from_arrow(cls, table: Any) -> Rows:
         columns = list(table.column_names)
         data: Sequence[list] = [col.to_pylist() for col in table.columns]
         rows = list(zip(*data, strict=False)) if data else []
@@ -71,6 +71,6 @@ def write_rows(rows: Rows, path: str | Path) -> int:
     return len(rows)
 
 
-def fetch(df, n: int) -> Rows:
+def fetch(df: Any, n: int) -> Rows:
     """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel."""
     return Rows.from_arrow(df.limit(n).toArrow())

@@ -20,6 +20,7 @@ from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFo
 from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
 from .probe import probe
+from .progress import Progress
 from .query import Query, QueryInfo
 from .remote import Target, resolve
 from .rows import Rows, fetch
@@ -27,7 +28,7 @@ from .server import LocalServer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .monitor import Monitor
-    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql import DataFrame
     from pyspark.sql.connect.session import SparkSession
 
 KEEPALIVE_SECONDS = 300.0
@@ -225,8 +226,8 @@ class Session:
             writer = writer.option(key, value)
         with translated():
             if sink == "table":
-                handle = writer.toTable(table)
-            elif sink == "foreach_batch":
+                handle = writer.toTable(table or name)
+            elif sink == "foreach_batch" and foreach_batch is not None:
                 handle = writer.foreachBatch(foreach_batch).start()
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
@@ -301,6 +302,15 @@ class Session:
         with self._lock:
             return list(self._queries.values())
 
+    def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
+        """The progress of the query's last `last` batches (or of its latest one): from the monitor when
+        it listens (no RPC), otherwise one call to the server."""
+        monitor = self._monitor if self._monitor is not None and self._monitor.mode == "listener" else None
+        history = monitor.history(query.id) if monitor is not None else []
+        if not history:
+            history = query.history if last else [p for p in [query.progress] if p is not None]
+        return history[-last:] if last else history[-1:]
+
     def active_count(self) -> int:
         """How many of this session's queries run, as far as this process knows, without an RPC: the
         monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
@@ -368,7 +378,7 @@ class Session:
         if query.sink == "memory":
             return self.spark.table(query.name)
         if query.sink == "table":
-            return self.spark.table(query.table)
+            return self.spark.table(query.table or query.name)
         if query.sink in FILE_SINKS and query.path:
             return self.spark.read.format(query.format or query.sink).load(query.path)
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
@@ -452,7 +462,7 @@ class Session:
             within(CLOSE_DEADLINE, self.spark.stop, "releasing the session")
 
 
-def _sink_of(handle) -> str:
+def _sink_of(handle: Any) -> str:
     try:
         last = handle.lastProgress
     except Exception:

@@ -17,7 +17,7 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 
 
 class Sources:
-    def __init__(self, spark, same_machine: bool = False, server_version: str = ""):
+    def __init__(self, spark: Any, same_machine: bool = False, server_version: str = ""):
         self._spark = spark
         self._same_machine = same_machine
         self._server_version = server_version

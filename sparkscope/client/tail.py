@@ -13,7 +13,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import SparkscopeError, UnsupportedOperation, translate
 from .monitor import Event
@@ -106,7 +106,7 @@ class Tail:
             if batch is not None:
                 self._on_batch(batch)
 
-    def _count(self, table) -> int:
+    def _count(self, table: Any) -> int:
         return int(table.count())
 
     def _read(self, batch_id: int, input_rows: int) -> TailBatch | None:

@@ -31,7 +31,7 @@ machines: process arguments are visible to other users).
 class _Parser(argparse.ArgumentParser):
     """Bad flags get one line, like every other error, instead of a usage block."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         from ..client.secrets import redact
 
         self.exit(2, f"error: {redact(message)}. Run '{self.prog} --help' for usage.\n")
@@ -163,17 +163,19 @@ def server_main(args) -> int:
         if args.no_token:
             print("warning: --no-token lets every user of this machine run code as you through the server",
                   file=sys.stderr)
-        info = server.start(port=args.port, master=args.master, conf=key_values(args.conf, "--conf spark.some.key=value"),
-                            timeout=args.timeout, on_wait=waiting, require_token=not args.no_token)
+        started = server.start(port=args.port, master=args.master,
+                               conf=key_values(args.conf, "--conf spark.some.key=value"), timeout=args.timeout,
+                               on_wait=waiting, require_token=not args.no_token)
         if tty:
             sys.stderr.write("\r" + " " * 50 + "\r")
-        auth = "token required" if info.auth else "no token"
-        if info.reused:
-            print(f"Spark Connect server already running: {info.url} (pid {info.pid}, Spark {info.version}, {auth})")
+        auth = "token required" if started.auth else "no token"
+        if started.reused:
+            print(f"Spark Connect server already running: {started.url} (pid {started.pid}, "
+                  f"Spark {started.version}, {auth})")
         else:
-            print(f"Spark Connect server started in {info.startup_seconds:.1f}s: {info.url} "
-                  f"(pid {info.pid}, Spark {info.version}, {auth})")
-            print(f"log: {info.log}")
+            print(f"Spark Connect server started in {started.startup_seconds:.1f}s: {started.url} "
+                  f"(pid {started.pid}, Spark {started.version}, {auth})")
+            print(f"log: {started.log}")
         return 0
     if args.action == "token":
         info = server.running()

@@ -117,17 +117,16 @@ def progress(ctx, args, opts):
             return Message(f"Wrote {count} batch{'es' if count != 1 else ''} of {query.name} to {opts['export']}",
                            {"batches": count, "path": str(opts["export"])})
         return Block(progress_charts(query.name, history), data=[p.raw for p in history])
-    targets = [session.query(args[0])] if args else [session.query(q.id) for q in session.queries()]
+    if args:
+        targets = [session.query(args[0])]
+    else:  # one RPC lists the running queries; progress comes from the monitor's cache when it listens
+        session.running()
+        targets = session.known_queries()
+    histories = [(query, session.recent_progress(query, last)) for query in targets]
     if opts.get("json"):
-        items = []
-        for query in targets:
-            history = query.history if last else ([query.progress] if query.progress else [])
-            items.extend(p.raw for p in history[-last:] if p) if last else items.extend(p.raw for p in history)
+        items = [p.raw for _, history in histories for p in history]
         return Block("\n".join(json.dumps(i, indent=2) for i in items) or "[]", data=items)
-    rows = []
-    for query in targets:
-        history = query.history[-last:] if last else [p for p in [query.progress] if p]
-        rows.extend(_progress_row(query.name, p) for p in history)
+    rows = [_progress_row(query.name, p) for query, history in histories for p in history]
     count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
     footer = f"{count}\n{RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
     return Table(PROGRESS_COLUMNS, rows, footer=footer,

@@ -47,7 +47,7 @@ class Dashboard:
         self.confirming: str | None = None
         self.message = ""
         self._frozen: list[Track] | None = None
-        self.app = Application(layout=self._layout(), key_bindings=self._keys(), full_screen=True, style=STYLE,
+        self.app: Application[None] = Application(layout=self._layout(), key_bindings=self._keys(), full_screen=True, style=STYLE,
                                refresh_interval=1.0, min_redraw_interval=0.5, mouse_support=False, output=output, input=input)
 
     # -- data ---------------------------------------------------------------------------------------

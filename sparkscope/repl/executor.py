@@ -353,7 +353,8 @@ class Executor:
             return False
         last_expr = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last_expr = ast.Expression(tree.body.pop().value)
+            last_expr = ast.Expression(tree.body[-1].value)
+            tree.body.pop()
         body = compile(tree, "<input>", "exec")
         expr = compile(last_expr, "<input>", "eval") if last_expr is not None else None
 
@@ -405,11 +406,12 @@ class Executor:
             names = ", ".join(running)
             detach = not self.confirm(f"{len(running)} quer{'y is' if len(running) == 1 else 'ies are'} still "
                                       f"running ({names}). Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
+        message: str | None
         if running and detach:
             message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
                        f"Reattach with: {self.reattach_command()}")
             session.close(stop_queries=False)
-        else:
+        else:  # nothing to leave running, or the user chose to stop it
             session.close(stop_queries=True)
             message = f"Stopped {', '.join(running)}." if running else None
         staying = self._embedded_server_note(session) if self.interactive else None

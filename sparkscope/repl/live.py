@@ -91,6 +91,6 @@ class Live:
             return
         more = f" (and {batch.more} more)" if batch.more else ""
         what = "rows in the result" if batch.mode == "complete" else "new rows"
-        table = Table(batch.rows.columns, batch.rows.rows, title=f"Batch: {batch.batch_id} ({batch.query})",
+        table = Table(batch.rows.columns, list(batch.rows.rows), title=f"Batch: {batch.batch_id} ({batch.query})",
                       footer=f"({batch.total} {what}{more})")
         self.say(render(table))

@@ -202,8 +202,9 @@ class Registry:
                         given = tokens[i]
                     given = unquote(given)
                     if option.kind is Kind.MULTI:
-                        opts.setdefault(key, [])
-                        opts[key].append(given)  # type: ignore[union-attr]
+                        values = opts.setdefault(key, [])
+                        assert isinstance(values, list)
+                        values.append(given)
                     else:
                         opts[key] = given
             else:

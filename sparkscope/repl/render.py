@@ -86,7 +86,7 @@ def render_table(table: Table, width: int | None = None) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def fit_widths(rows: list[Sequence[str]], budget: int, floor: int = 6) -> list[int]:
+def fit_widths(rows: Sequence[Sequence[str]], budget: int, floor: int = 6) -> list[int]:
     """Column widths that fit `budget` characters: the widest columns give way first.
 
     Water-filling: the largest cap C (at least `floor`) with sum(min(width, C)) within budget, found by

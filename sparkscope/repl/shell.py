@@ -183,7 +183,7 @@ class Shell:
         self.executor = executor
         self.target_display = target_display
         history_path = private_file(state_dir() / "history")
-        self.prompt = PromptSession(
+        self.prompt: PromptSession[str] = PromptSession(
             history=RedactingHistory(str(history_path)),
             lexer=PygmentsLexer(SparkscopeLexer) if color else None,
             completer=ShellCompleter(executor),
@@ -221,7 +221,7 @@ class Shell:
 
     def _confirm(self, question: str) -> bool:
         try:
-            answer = PromptSession().prompt(question)
+            answer = PromptSession[str]().prompt(question)
         except (EOFError, KeyboardInterrupt):
             return False
         return answer.strip().lower() in ("y", "yes")

@@ -8,6 +8,7 @@ import time
 
 import pexpect
 
+from sparkscope.repl.executor import STILL_RUNNING
 from tests.helpers import sparkscope_bin
 from tests.e2e.conftest import Repl, clean, spawn
 
@@ -62,8 +63,7 @@ def test_multiline_python_and_completion(repl):
     repl.run("r = ss.source.rate(1)")
     repl.run(":start tickquery r")
     repl.child.send(":peek tickq\t")
-    repl.expect("tickquery")
-    time.sleep(0.3)
+    repl.expect("tickquery")  # the completion is in the line
     out = repl.run("")
     assert "timestamp" in out and "value" in out
     repl.child.send(":sta\t")
@@ -76,7 +76,7 @@ def test_multiline_python_and_completion(repl):
 def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
     repl.run(":start keeps ss.source.rate(5)")
     repl.child.send(":sql SELECT count(*) FROM range(0, 500000000000) a\r")
-    time.sleep(3)
+    repl.expect(re.escape(STILL_RUNNING))  # the job runs on the server now
     repl.child.sendcontrol("c")
     out = repl.prompt(timeout=15)
     assert "Cancelled: the operation was interrupted; streaming queries keep running." in out

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from sparkscope.client.monitor import Monitor
-
-
-def wait_for(predicate, timeout=30.0, every=0.1):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+from tests.helpers import wait_for
 
 
 class Recorder:
@@ -104,8 +94,10 @@ def test_listener_is_registered_again_after_its_stream_breaks(ss, monitor):
     monitor.subscribe(seen)
     ss.start(ss.source.rate(10), "mon_broken", trigger="300 milliseconds")
     wait_for(lambda: len(seen.batches("mon_broken")) >= 2)
+    broken_at = max(seen.batches("mon_broken"))
     break_event_stream(ss.spark)
-    time.sleep(1.5)  # batches finish while nobody listens
+    query = ss.query("mon_broken")  # batches finish on the server while the stream is broken
+    wait_for(lambda: query.progress is not None and query.progress.batch_id >= broken_at + 2)
     wait_for(lambda: monitor.reregistered >= 1)
     before = max(seen.batches("mon_broken"))
     wait_for(lambda: max(seen.batches("mon_broken")) >= before + 3)

@@ -1,0 +1,112 @@
+"""The colon commands in-process, against a real session, without a terminal: most REPL behaviour
+is checked here in milliseconds of client time; tests/e2e keeps what needs a pty."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+import sparkscope
+from benchmarks.common import RpcCounter
+from sparkscope.repl.executor import Executor
+from tests.helpers import wait_for
+
+
+class Shell:
+    def __init__(self, session):
+        self.out, self.err = io.StringIO(), io.StringIO()
+        self.executor = Executor(out=self.out, err=self.err)
+        self.executor.set_session(session)
+        self.session = session
+
+    def run(self, line: str) -> tuple[bool, str, str]:
+        """Run one input; (succeeded, what went to stdout, what went to stderr)."""
+        start_out, start_err = self.out.tell(), self.err.tell()
+        ok = self.executor.run(line)
+        self.out.seek(start_out), self.err.seek(start_err)
+        out, err = self.out.read(), self.err.read()
+        return ok, out, err
+
+
+@pytest.fixture(scope="module")
+def shell(remote_url):
+    session = sparkscope.connect(remote_url)
+    yield Shell(session)
+    session.close()
+
+
+@pytest.fixture(autouse=True)
+def _stop_queries_left_running(shell):
+    """Whatever a test started is stopped, even when the test failed."""
+    yield
+    shell.session.stop_all()
+
+
+def test_start_peek_and_stop(shell, data_dir):
+    (data_dir / "e.json").write_text('{"action": "Open"}\n{"action": "Close"}\n{"action": "Open"}\n')
+    assert shell.run(f"events = spark.readStream.schema('action STRING').json('{data_dir}')") == (True, "", "")
+    ok, out, err = shell.run(":start actions events.groupBy('action').count()")
+    assert ok and re.fullmatch(r"Started actions \(id [0-9a-f]{8}\) → memory sink, complete mode, "
+                               r"trigger default\n", out), (out, err)
+    shell.run(":await actions --all-available")
+    ok, out, _ = shell.run(":peek actions --order action")
+    assert ok and re.search(r"\| Close\s+\| 1\s+\|\n\| Open\s+\| 2\s+\|", out), out
+    ok, out, _ = shell.run(":stop actions")
+    assert ok and out.startswith("Stopped actions")
+
+
+def test_progress_of_every_query_is_one_rpc_when_the_monitor_listens(shell):
+    shell.session.reset_terminated()  # earlier tests' stopped queries have no cached progress
+    for name in ("p_one", "p_two", "p_three"):
+        shell.run(f":start {name} ss.source.rate(5) --trigger 200ms")
+    monitor = shell.session.monitor
+    wait_for(lambda: all(monitor.history(n) for n in ("p_one", "p_two", "p_three")), what="a batch of each")
+    counter = RpcCounter(shell.session.spark)
+    ok, out, _ = shell.run(":progress")
+    assert ok and all(f"| {n} " in out for n in ("p_one", "p_two", "p_three")), out
+    assert counter.count == 1, counter.by_method  # streams.active; each query's progress from the monitor
+    counter = RpcCounter(shell.session.spark)
+    ok, out, _ = shell.run(":progress --json")
+    assert ok and counter.count == 1 and out.count('"batchId"') == 3
+
+
+def test_explain_of_a_name_that_is_not_a_query_uses_the_namespace(shell):
+    shell.run("ticks = spark.readStream.format('rate').load()")
+    ok, out, err = shell.run(":explain ticks")
+    assert ok and "StreamingRelation" in out or "rate" in out.lower(), (out, err)
+    ok, _, err = shell.run(":explain 42")
+    assert not ok and err == "error: '42' is not a query or a DataFrame. Give a query name or a DataFrame.\n"
+
+
+def test_usage_errors_are_one_line_and_lose_nothing(shell):
+    shell.run(":start keep ss.source.rate(1)")
+    cases = {
+        ":stop keep extra": "error: Too many arguments for :stop: extra. Usage: :stop [NAME] [--all].\n",
+        ":start keep ss.source.rate(1)": "error: A query named 'keep' is already running. Stop it first (:stop keep) "
+                                        "or pick another name.\n",
+        ":start x ss.source.rate(1) --option nokey": "error: 'nokey' is not KEY=VALUE. Write --option key=value.\n",
+        ":peek keep --bogus": "error: Unknown option --bogus for :peek. Options: --where --order --vertical --export.\n",
+        ":tail": "error: :tail needs a query name. Usage: :tail [NAME] [--follow] [--limit N] [--stop].\n",
+        ":sql SELECT * FROM no_such_table": None,
+    }
+    for line, expected in cases.items():
+        ok, out, err = shell.run(line)
+        assert not ok and out == "", (line, out)
+        if expected is None:
+            assert err.startswith("error: The table or view `no_such_table` cannot be found") and \
+                err.endswith("Check the name with :sql SHOW TABLES, or start the query that creates it.\n"), err
+        else:
+            assert err == expected, line
+    ok, out, _ = shell.run(":queries")
+    assert re.search(r"\| keep\s+\| [0-9a-f]{8} \| active", out), "a bad input lost the running query"
+
+
+def test_a_script_with_a_blank_line_inside_a_def_runs(shell, tmp_path):
+    from sparkscope.repl.cli import _run_file
+
+    script = tmp_path / "script.py"
+    script.write_text("def double(x):\n    y = x * 2\n\n    return y\n\nanswer = double(21)\n:conf spark.sql.shuffle.partitions\n")
+    assert _run_file(shell.executor, str(script))
+    assert shell.executor.namespace["answer"] == 42

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .session import Session
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
+STALE_AFTER = 2  # failed polls in a row before the numbers are called stale
 CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
 
 
@@ -93,6 +94,7 @@ class Monitor:
         self._thread: threading.Thread | None = None
         self.mode = "stopped"  # listener | polling | stopped
         self.reregistered = 0
+        self.stale_since: float | None = None  # when polling last got an answer, while it gets none
         self.notices: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -304,9 +306,26 @@ class Monitor:
                 self.on_terminated(track.id, failure.full if failure else None)
 
     def _poll_loop(self) -> None:
+        """Poll until closed. A server that stops answering is said once, with the time of the numbers
+        still shown; they are never passed off as live (`stale_since`)."""
+        failures = 0
+        answered_at = time.time()
         while not self._stop.is_set():
-            with contextlib.suppress(Exception):
-                self.poll_once()
+            try:
+                within(CALL_DEADLINE, self.poll_once, "polling the queries' progress")
+            except Exception as exc:
+                failures += 1
+                log.debug("polling failed (%d in a row)", failures, exc_info=True)
+                if failures == STALE_AFTER and self.stale_since is None:
+                    self.stale_since = answered_at
+                    reason = exc.message if isinstance(exc, SparkscopeError) else type(exc).__name__
+                    self._notice(f"The server is not answering ({reason}); the numbers shown are from "
+                                 f"{time.strftime('%H:%M:%S', time.localtime(answered_at))}, not live")
+            else:
+                failures, answered_at = 0, time.time()
+                if self.stale_since is not None:
+                    self.stale_since = None
+                    self._notice("The server answers again; the numbers are live")
             self._stop.wait(self._poll_interval)
 
 

@@ -74,7 +74,9 @@ class Dashboard:
         return self.app.output.get_size().rows
 
     def _title(self):
-        state = "paused" if self.paused else f"live ({self.monitor.mode})"
+        stale = self.monitor.stale_since
+        state = ("paused" if self.paused else f"live ({self.monitor.mode})" if stale is None
+                 else f"NOT LIVE: no answer since {time.strftime('%H:%M:%S', time.localtime(stale))}")
         text = f" {self.title} — {len(self.tracks())} quer{'y' if len(self.tracks()) == 1 else 'ies'} — {state} "
         return [("class:title", text.ljust(self._width()))]
 

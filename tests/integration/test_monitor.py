@@ -135,3 +135,33 @@ def test_idle_event_for_a_query_without_new_data(ss, monitor, data_dir):
         assert monitor.track("mon_idle").idle_since is not None
     finally:
         ss.spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+
+def test_polling_says_when_the_numbers_are_no_longer_live(sandbox, server):
+    """A frozen network: the monitor says once that the numbers are stale (and from when), then that
+    they are live again; before, a dead server stayed hidden behind the last numbers forever."""
+    import sparkscope
+    from tests.netproxy import Proxy
+
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    with Proxy(server.port) as proxy:
+        ss = sparkscope.connect(f"sc://localhost:{proxy.port}/;token={token}")
+        try:
+            polled = Monitor(ss, use_listener=False, poll_interval=0.2).start()
+            seen = Recorder()
+            polled.subscribe(seen)
+            ss.start(ss.source.rate(5), "mon_stale", trigger="200 milliseconds")
+            wait_for(lambda: polled.history("mon_stale"), what="a polled batch")
+            proxy.freeze()
+            wait_for(lambda: polled.stale_since is not None, timeout=60, what="the stale notice")
+            stale = [e.message for e in seen.events if e.kind == "notice"]
+            assert len(stale) == 1 and stale[0].startswith("The server is not answering (") and \
+                stale[0].endswith(", not live"), stale
+            proxy.thaw()
+            wait_for(lambda: polled.stale_since is None, timeout=60, what="the live-again notice")
+            assert [e.message for e in seen.events if e.kind == "notice"][-1] == \
+                "The server answers again; the numbers are live"
+            polled.close()
+        finally:
+            proxy.thaw()
+            ss.close()

@@ -138,6 +138,7 @@ def _first_line(text: str) -> str:
 def _strip_sqlstate(text: str) -> str:
     text = re.sub(r"\s*SQLSTATE: \w+", "", text)
     text = re.sub(r"[;.]*\s*line \d+ pos \d+;?$", "", text.strip())
+    text = re.sub(r"\.?\s*\(line \d+, pos \d+\)", "", text)
     text = text.replace(".;", ".")
     text = _ERROR_CLASS.sub("", text, count=1).strip()
     return text.rstrip(";. ")

@@ -30,13 +30,14 @@ CASES = [
     (":start bad-name r", "error: 'bad-name' is not a valid query name."),
     (":start undefined_df", "error: No DataFrame named 'undefined_df'. Define it first"),
     (":peek alive many", "error: 'many' is not a number of rows. Give a whole number of rows."),
-    (":peek alive --where 'nope > 1'", "error: "),
-    (":sql SELEC 1", "error: "),
+    (":peek alive --where 'nope > 1'", "error: A column, variable, or function parameter with name `nope` cannot be "
+                                       "resolved."),
+    (":sql SELEC 1", "error: Syntax error at or near 'SELEC'. Check the SQL or DDL syntax."),
     (":sql SELECT * FROM missing_table", "error: The table or view `missing_table` cannot be found."),
     ("def broken(:", "SyntaxError: "),
     ("undefined_name + 1", "NameError: name 'undefined_name' is not defined"),
     ("1 / 0", "ZeroDivisionError: division by zero"),
-    ("r.count()", "error: "),
+    ("r.count()", "error: Queries with streaming sources must be executed with writeStream.start()"),
     ("r.isStreaming()", "hint: isStreaming is a property, not a method: write df.isStreaming without ()"),
     (":await alive --timeout soon", "error: 'soon' is not a number of seconds."),
     (":connect --session-id nope", "error: 'nope' is not a session id. A session id is a UUID, as printed by "

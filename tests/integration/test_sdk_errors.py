@@ -158,6 +158,7 @@ def test_peek_pushes_the_limit_and_reads_filters_on_the_server(ss):
         assert rows.columns == ["timestamp", "value"]
         assert list(rows.to_pandas()["value"]) == [0, 2, 4, 6, 8]
         assert "timestamp" in query.explain() or "Rate" in query.explain(extended=True)
-        assert query.status["isDataAvailable"] in (True, False)
+        status = query.status
+        assert set(status) == {"message", "isDataAvailable", "isTriggerActive"} and status["message"], status
     finally:
         query.stop()

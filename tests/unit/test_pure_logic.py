@@ -293,3 +293,12 @@ def test_enter_at_the_prompt_follows_the_interpreter():
     assert enter_submits("def f(x):\n    return x\n")
     assert not enter_submits("foo(1,\n")  # an open bracket continues past a blank line
     assert enter_submits("foo(1,\n2)")
+
+
+def test_a_sql_syntax_error_loses_spark_position_noise():
+    class ParseException(Exception):
+        def getCondition(self):
+            return "PARSE_SYNTAX_ERROR"
+
+    err = translate(ParseException("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'. SQLSTATE: 42601 (line 1, pos 0)"))
+    assert str(err) == "Syntax error at or near 'SELEC'. Check the SQL or DDL syntax."

@@ -56,6 +56,18 @@ def ss(remote_url):
     session.close()
 
 
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_left_running(request):
+    """Every query a test started through the shared `ss` session is stopped after it, pass or fail,
+    so a failed test cannot leave a stream running into the next one."""
+    yield
+    if "ss" in request.fixturenames:
+        import contextlib
+
+        with contextlib.suppress(Exception):
+            request.getfixturevalue("ss").stop_all()
+
+
 @pytest.fixture
 def data_dir(tmp_path) -> Path:
     path = tmp_path / "data"

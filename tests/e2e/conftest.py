@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.helpers import sparkscope_bin
 
+_MARKERS = itertools.count(1)
 PROMPT = "sparkscope>"  # prompt-toolkit draws the trailing space as a cursor move
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[=>]|\r")
 
@@ -27,13 +29,18 @@ class Repl:
         self.child.expect(pattern, timeout=timeout)
         return clean(self.child.before + (self.child.after if isinstance(self.child.after, str) else ""))
 
-    def prompt(self, timeout: float = 60, quiet: float = 0.6) -> str:
-        """Wait for a prompt that stays: output printed above the prompt redraws it, so a prompt
-        only counts once nothing else arrives for `quiet` seconds."""
+    def prompt(self, timeout: float = 60) -> str:
+        """Wait until the REPL is idle at its prompt and everything before has been printed; return that
+        output without prompts. Waiting for a prompt alone is not enough: typed-ahead keys and output
+        above the prompt redraw it. So a marker expression is typed, and its value (which its echo
+        never contains) is the fact that everything before it has arrived."""
+        marker = next(_MARKERS)
         text = self.expect(re.escape(PROMPT), timeout)
-        while self.child.expect([re.escape(PROMPT), pexpect.TIMEOUT], timeout=quiet) == 0:
-            text += clean(self.child.before + self.child.after)
-        return re.sub(r"\n+", "\n", text.replace(PROMPT, "\n"))
+        self.child.send(f"'@sync' + '{marker}@'\r")
+        text += self.expect(re.escape(f"'@sync{marker}@'"), timeout)
+        self.expect(re.escape(PROMPT), timeout)
+        kept = [line for line in text.replace(PROMPT, "\n").split("\n") if "@sync" not in line]
+        return re.sub(r"\n+", "\n", "\n".join(kept))
 
     def run(self, line: str, timeout: float = 60) -> str:
         """Type a line, wait for the next prompt, return what was printed in between."""

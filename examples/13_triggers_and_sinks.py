@@ -6,20 +6,18 @@
 
 from __future__ import annotations
 
-import time
-
-from _common import example, show, write_json
+from _common import example, show, wait_until, write_json
 
 with example(__doc__) as (ss, scratch, _):
     rate = ss.source.rate(20)
     ticks = ss.start(rate, "ticks", trigger="500 milliseconds")
-    time.sleep(2)
+    wait_until(lambda: len(ticks.history) >= 3, "three micro-batches")
     print(f"processing time: {ticks.name} ran {len(ticks.history)} micro-batches, "
           f"last at {ticks.progress.input_rows_per_second:.1f} rows/s in")
     ticks.stop()
 
     live = ss.start(rate.selectExpr("value", "value % 2 = 0 AS even"), "live", trigger="continuous:1 second")
-    time.sleep(4)
+    wait_until(lambda: len(ss.peek("live", 20)) >= 20, "twenty rows from the continuous query")
     print(f"continuous: {live.name} wrote {len(ss.peek('live', 1000))} rows without micro-batches "
           f"(history {len(live.history)})")
     live.stop()

@@ -53,6 +53,15 @@ _written = itertools.count()
 _BASE_MTIME = int(time.time()) - 3600  # in the past, one second apart, in the order written
 
 
+def wait_until(condition, what: str, timeout: float = 120.0) -> None:
+    """Poll `condition` until it holds (a stream has made progress), or give up after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"error: no {what} within {timeout:g} s")
+        time.sleep(0.1)
+
+
 def write_json(directory: Path, name: str, rows: list[dict]) -> Path:
     """One JSON-lines file, written under a temporary name and renamed (file sources need atomic files).
 

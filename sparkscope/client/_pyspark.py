@@ -15,6 +15,7 @@ CHECKED_AGAINST = "4.3.0"
 # The private names used below, as (where, attribute): the adapter test checks each still exists.
 INTERNALS = (
     ("pyspark.sql.connect.dataframe.DataFrame", "_explain_string"),
+    ("pyspark.sql.connect.dataframe.DataFrame", "_plan"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_stub"),  # set in __init__
     ("pyspark.sql.connect.streaming.query.StreamingQuery", "_execute_streaming_query_cmd"),
@@ -108,3 +109,57 @@ class ListenerBus:
         with self._bus._lock:
             self._bus._listener_bus.extend(others)
 
+
+
+# -- plans: a streaming DataFrame kept as bytes, and rebuilt in another session ------------------
+def plan_bytes(df: Any) -> bytes:
+    """DataFrame._plan (private, 4.3.0): the DataFrame's Relation protobuf, serialised. Uncompressed:
+    LogicalPlan.plan() builds the Relation itself; only to_proto() may compress it."""
+    return bytes(df._plan.plan(df.sparkSession.client).SerializeToString())
+
+
+def dataframe_from_plan(spark: Any, data: bytes) -> Any:
+    """A DataFrame of `spark` whose plan is the stored Relation (pyspark.sql.connect.plan.LogicalPlan,
+    public class, 4.3.0; the DataFrame constructor takes a plan and a session)."""
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import LogicalPlan
+    from pyspark.sql.connect.proto import Relation
+
+    relation = Relation()
+    relation.ParseFromString(data)
+
+    class StoredPlan(LogicalPlan):
+        def __init__(self) -> None:
+            super().__init__(None)
+
+        def plan(self, session: Any) -> Any:
+            copy = Relation()
+            copy.CopyFrom(relation)
+            return copy
+
+    return DataFrame(StoredPlan(), spark)
+
+
+def plan_fields(data: bytes) -> list[tuple[str, str]]:
+    """Every (field name, string value or '') set anywhere in a stored Relation, for the catalog's
+    check of what would not replay (local data, temp views)."""
+    from google.protobuf.message import Message
+    from pyspark.sql.connect.proto import Relation
+
+    relation = Relation()
+    relation.ParseFromString(data)
+    found: list[tuple[str, str]] = []
+    stack: list[Message] = [relation]
+    while stack:
+        message = stack.pop()
+        for field, value in message.ListFields():
+            if field.message_type is None:
+                found.append((field.name, value if isinstance(value, str) else ""))
+                continue
+            found.append((field.name, ""))
+            repeated = getattr(field, "is_repeated", None)  # protobuf 6; `label` before it
+            if repeated is None:
+                repeated = field.label == field.LABEL_REPEATED
+            items = value if repeated else [value]
+            stack.extend(item for item in items if isinstance(item, Message))
+    return found

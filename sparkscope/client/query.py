@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._pyspark import query_explain_string
@@ -58,6 +59,9 @@ class Query:
                  trigger: Trigger | None = None, checkpoint: str | None = None, path: str | None = None,
                  table: str | None = None, fmt: str | None = None, warning: str | None = None):
         self._handle = handle
+        # told when this process sees the query end: (query, "stopped" | "failed", short error)
+        self.on_end: Callable[[Query, str, str | None], None] | None = None
+        self.restart_note: str | None = None  # why the catalog cannot restart it, when it cannot
         self.name = name
         self.id: str = handle.id
         self.run_id: str = handle.runId
@@ -106,6 +110,8 @@ class Query:
         self._final_error = self.exception
         self._final_progress = self.progress
         self._final_state = "failed" if self._final_error else "stopped"
+        if self.on_end is not None:
+            self.on_end(self, self._final_state, self._final_error.short if self._final_error else None)
         return self._final_state
 
     @property
@@ -175,6 +181,8 @@ class Query:
 
     def stop(self) -> None:
         call(self._handle.stop)
+        if self.on_end is not None:
+            self.on_end(self, "stopped", None)
 
     def info(self, active: bool | None = None, latest: Progress | None = None) -> QueryInfo:
         """One row of `ss.queries()`; the caller may already know whether it is active and its last progress."""

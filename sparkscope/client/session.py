@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -12,7 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._pyspark import explain_string, keep_session_on_close, session_id, user_id
+from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, plan_bytes, plan_fields,
+                       session_id, user_id)
+from .catalog import ACTIVE, FAILED, LOST, STOPPED, Catalog, Record, replay_problem
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
@@ -32,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.session import SparkSession
 
 KEEPALIVE_SECONDS = 300.0
+BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
 CLOSE_DEADLINE = 10.0
 CHECK_DEADLINE = 5.0
 # Set in every session sparkscope opens: a session id the server does not know comes back without it.
@@ -96,6 +100,8 @@ class Session:
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
         self._monitor: Monitor | None = None
+        self.catalog = Catalog()
+        self._batch_recorded: dict[str, float] = {}
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -118,13 +124,15 @@ class Session:
         session = cls(spark, target.with_session(session_id(spark)), version, keepalive)
         try:
             if target.session_id and not session._known_to_server():
-                session.close(stop_queries=False)
+                session.close(stop_queries=True)  # the server made a new, empty session: release it
                 raise ConnectionFailed(
                     f"The server has no session {target.session_id} (it was closed, timed out, or the server "
                     "restarted)", "Connect without session_id to open a new session", code="session_unknown",
                     data={"session_id": str(target.session_id)})
             with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
                 call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+            with swallowed("recording the session in the catalog"):
+                session.catalog.record_session(session.url, session.session_id)
         except BaseException:
             session._stop_keepalive.set()
             raise
@@ -215,6 +223,7 @@ class Session:
         warning = watermark_warning(shape)
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
         # name would resume (or fail on) an unrelated query's offsets and state.
+        plan, problem = self._replay_check(df, sink)
         if checkpoint is None and self.checkpoint_root:
             checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
         writer = df.writeStream.queryName(name).outputMode(chosen)
@@ -235,9 +244,152 @@ class Session:
                 handle = writer.format(sink).start()
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning)
+        query.on_end = self._ended
+        query.restart_note = problem
         with self._lock:
             self._queries[query.id] = query
+        with swallowed(f"recording {name} in the catalog"):
+            self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
+                                      sink=sink, mode=chosen, trigger=str(parsed_trigger), options=dict(options or {}),
+                                      path=path, table_name=table, checkpoint=checkpoint,
+                                      restartable=problem is None, reason=problem)
+        if problem:
+            log.warning("%s cannot be restarted from the catalog: %s", name, problem)
         return query
+
+    def _replay_check(self, df: DataFrame, sink: str) -> tuple[bytes | None, str | None]:
+        """The plan to keep, and why it would not replay in another session (None when it would)."""
+        if sink == "foreach_batch":
+            return None, "its foreach_batch function is not kept"
+        try:
+            plan = plan_bytes(df)
+        except Exception:
+            log.debug("could not read the plan", exc_info=True)
+            return None, "its plan could not be read"
+        fields = plan_fields(plan)
+        temp_views: set[str] = set()
+        if any(name in ("unparsed_identifier", "query") for name, _ in fields):  # one RPC, when it reads tables
+            with swallowed("listing temporary views"):
+                rows = call(lambda: self.spark.sql("SHOW VIEWS").collect())
+                temp_views = {row["viewName"] for row in rows if row["isTemporary"]}
+        return plan, replay_problem(fields, temp_views)
+
+    def _ended(self, query: Query, state: str, error: str | None) -> None:
+        with swallowed(f"recording the end of {query.name} in the catalog"):
+            self.catalog.record_end(self.url, query.name, state, error, query_id=query.id)
+            last = query.progress
+            if last is not None:
+                self.catalog.record_batch(self.url, query.id, last.batch_id)
+
+    def _on_monitor_event(self, event: Any) -> None:
+        """Keep the catalog's last batch (at most every few seconds per query) and endings current."""
+        if event.kind == "progress" and event.progress is not None and event.query_id:
+            now = time.monotonic()
+            if now - self._batch_recorded.get(event.query_id, 0.0) >= BATCH_RECORD_EVERY:
+                self._batch_recorded[event.query_id] = now
+                with swallowed("recording a batch in the catalog"):
+                    self.catalog.record_batch(self.url, event.query_id, event.progress.batch_id)
+        elif event.kind == "terminated" and event.query_id:
+            with self._lock:
+                query = self._queries.get(event.query_id)
+            if query is not None:
+                with swallowed("recording the end of a query in the catalog"):
+                    self.catalog.record_end(self.url, query.name, FAILED if event.error else STOPPED,
+                                            event.error.splitlines()[0][:300] if event.error else None,
+                                            query_id=query.id)
+
+    # -- the catalog: restarting, and what was lost ---------------------------------------------
+    def restart(self, name: str, *, fresh: bool = False) -> Query:
+        """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
+        where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
+        record = self.catalog.get(self.url, name)
+        if record is None:
+            raise QueryNotFound(f"No query named '{name}' in the catalog of {self.url}",
+                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
+                                data={"name": name})
+        running = self._find_active_by_name(name)
+        if running is not None:
+            raise ConfigError(f"{name} is already running (id {running.id[:8]})", "Nothing was changed",
+                              code="already_running", data={"name": name})
+        if not record.restartable or record.plan is None:
+            raise UnsupportedOperation(f"{name} cannot be restarted: {record.reason or 'its plan was not kept'}",
+                                       "Build the DataFrame again and start it", code="not_restartable",
+                                       data={"name": name})
+        if record.sink == "memory" and record.mode != "complete" and not fresh:
+            # Spark refuses to recover a memory sink from its checkpoint outside complete mode (its rows
+            # lived in the old run's driver memory anyway): such a query starts over
+            log.warning("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
+                        "it starts over with a new one", name, record.mode)
+            fresh = True
+        df = dataframe_from_plan(self.spark, record.plan)
+        return self.start(df, name, record.sink, mode=record.mode, trigger=record.trigger,
+                          checkpoint=None if fresh else record.checkpoint, path=record.path,
+                          table=record.table_name, options=record.options)
+
+    def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
+        """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
+        record = self.catalog.get(self.url, name)
+        if record is None:
+            raise QueryNotFound(f"No query named '{name}' in the catalog of {self.url}",
+                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
+                                data={"name": name})
+        if self._find_active_by_name(name) is not None:
+            raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
+                              code="query_exists", data={"name": name})
+        if delete_checkpoint and record.checkpoint:
+            if not self.target.on_this_machine:
+                raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
+                                           "Delete it there; the record was kept")
+            shutil.rmtree(record.checkpoint.removeprefix("file:"), ignore_errors=True)
+        self.catalog.forget(self.url, name)
+        return record
+
+    def catalog_records(self) -> list[Record]:
+        """This server's catalog, after marking the queries that are gone from the server as lost."""
+        self.lost_queries()
+        return self.catalog.records(self.url)
+
+    def lost_queries(self) -> list[Record]:
+        """Catalogued queries recorded as running that no longer run: their session is gone from the
+        server (restarted, or timed out), so they are marked lost. One RPC per other session."""
+        active = [r for r in self.catalog.records(self.url) if r.state == ACTIVE]
+        if not active:
+            return []
+        running = {q.id for q in self.running()}
+        lost: list[Record] = []
+        by_session: dict[str, list[Record]] = {}
+        for record in active:
+            if record.query_id in running:
+                continue
+            by_session.setdefault(record.session_id or "", []).append(record)
+        for sid, records in by_session.items():
+            if sid == self.session_id:  # ended in this session while nobody was looking
+                for record in records:
+                    self.catalog.record_end(self.url, record.name, STOPPED, None, query_id=record.query_id)
+                continue
+            still = self._running_in(sid)
+            for record in records:
+                if still is None or record.query_id not in still:
+                    state = LOST if still is None else STOPPED
+                    self.catalog.record_end(self.url, record.name, state, None, query_id=record.query_id)
+                    if state == LOST:
+                        lost.append(record)
+        return lost
+
+    def _running_in(self, other_session: str) -> set[str] | None:
+        """The ids of the queries running in another session of this server; None when it is gone."""
+        if not other_session:
+            return None
+        try:
+            other = Session.open(self.target.with_session(other_session), keepalive=0)
+        except ConnectionFailed as exc:
+            if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
+                raise
+            return None
+        try:
+            return {q.id for q in other.running()}
+        finally:
+            other.close(stop_queries=False)
 
     # -- looking up -----------------------------------------------------------------------------
     def _adopt_active(self) -> list[Query]:
@@ -247,8 +399,9 @@ class Session:
             for handle in active:
                 known = self._queries.get(handle.id)
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
-                    self._queries[handle.id] = Query(handle, name=handle.name or handle.id[:8],
-                                                     sink=_sink_of(handle))
+                    query = Query(handle, name=handle.name or handle.id[:8], sink=_sink_of(handle))
+                    query.on_end = self._ended
+                    self._queries[handle.id] = query
             active_ids = {h.id for h in active}
         return [q for q in self._queries.values() if q.id in active_ids]
 
@@ -353,6 +506,7 @@ class Session:
         with self._lock:
             if self._monitor is None:
                 self._monitor = Monitor(self)
+                self._monitor.subscribe(self._on_monitor_event)
             return self._monitor.start()
 
     # -- reading --------------------------------------------------------------------------------

@@ -1,0 +1,177 @@
+"""The query catalog: every query started through sparkscope, kept on the client so it can be restarted.
+
+A record holds the query's plan (the DataFrame's Relation protobuf), its sink, mode, trigger, options,
+path/table and checkpoint, who started it and when, the last state and batch seen, and how it ended:
+stopped by the user, failed, or lost (the server or its session went away). Started again with the
+same checkpoint, a query continues where its last committed batch ended.
+
+SQLite in the state dir (0600). Every change is one transaction, so a client killed at any point
+leaves the previous or the next state, never a torn one. Records are keyed by the server (its URL
+without the token or session) and the query name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import state_dir
+
+FILE_NAME = "catalog.sqlite3"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS queries (
+    server TEXT NOT NULL, name TEXT NOT NULL, query_id TEXT, session_id TEXT, plan BLOB,
+    sink TEXT, mode TEXT, trigger TEXT, options TEXT, path TEXT, table_name TEXT, checkpoint TEXT,
+    started_by TEXT, started_at REAL, state TEXT, last_batch INTEGER, ended_at REAL, error TEXT,
+    restartable INTEGER NOT NULL DEFAULT 1, reason TEXT,
+    PRIMARY KEY (server, name));
+CREATE TABLE IF NOT EXISTS sessions (
+    server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL,
+    PRIMARY KEY (server, session_id));
+"""
+
+ACTIVE, STOPPED, FAILED, LOST = "active", "stopped", "failed", "lost"
+
+
+@dataclass(frozen=True)
+class Record:
+    server: str
+    name: str
+    query_id: str | None
+    session_id: str | None
+    plan: bytes | None
+    sink: str
+    mode: str
+    trigger: str
+    options: dict[str, str]
+    path: str | None
+    table_name: str | None
+    checkpoint: str | None
+    started_by: str
+    started_at: float
+    state: str  # active | stopped | failed | lost
+    last_batch: int | None
+    ended_at: float | None
+    error: str | None
+    restartable: bool
+    reason: str | None  # why it is not restartable
+
+
+_COLUMNS = [f for f in Record.__dataclass_fields__]
+
+
+class Catalog:
+    def __init__(self, path: Path | None = None):
+        self.path = path or state_dir() / FILE_NAME
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """One connection per use, one transaction: committed when the block ends, else rolled back."""
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        with self._lock:
+            db = sqlite3.connect(self.path, timeout=10)
+            try:
+                db.executescript(SCHEMA)
+                with db:
+                    yield db
+            finally:
+                db.close()
+
+    # -- writing ------------------------------------------------------------------------------------
+    def record_start(self, server: str, name: str, *, query_id: str, session_id: str, plan: bytes | None,
+                     sink: str, mode: str, trigger: str, options: dict[str, str], path: str | None,
+                     table_name: str | None, checkpoint: str | None, restartable: bool,
+                     reason: str | None) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO queries (server, name, query_id, session_id, plan, sink, mode, trigger, "
+                "options, path, table_name, checkpoint, started_by, started_at, state, last_batch, ended_at, "
+                "error, restartable, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (server, name, query_id, session_id, plan, sink, mode, trigger, json.dumps(options), path,
+                 table_name, checkpoint, _user(), time.time(), ACTIVE, None, None, None, int(restartable), reason))
+
+    def record_end(self, server: str, name: str, state: str, error: str | None = None,
+                   query_id: str | None = None) -> None:
+        """The query ended (stopped, failed or lost); `query_id` guards against a newer run of the name."""
+        with self._db() as db:
+            db.execute("UPDATE queries SET state=?, error=?, ended_at=? WHERE server=? AND name=? AND state=?"
+                       + (" AND query_id=?" if query_id else ""),
+                       (state, error, time.time(), server, name, ACTIVE, *([query_id] if query_id else [])))
+
+    def record_batch(self, server: str, query_id: str, batch_id: int) -> None:
+        with self._db() as db:
+            db.execute("UPDATE queries SET last_batch=? WHERE server=? AND query_id=? AND "
+                       "(last_batch IS NULL OR last_batch < ?)", (batch_id, server, query_id, batch_id))
+
+    def record_session(self, server: str, session_id: str) -> None:
+        now = time.time()
+        with self._db() as db:
+            db.execute("INSERT INTO sessions (server, session_id, opened_at, seen_at) VALUES (?,?,?,?) "
+                       "ON CONFLICT (server, session_id) DO UPDATE SET seen_at=excluded.seen_at",
+                       (server, session_id, now, now))
+
+    def forget(self, server: str, name: str) -> Record | None:
+        record = self.get(server, name)
+        if record is not None:
+            with self._db() as db:
+                db.execute("DELETE FROM queries WHERE server=? AND name=?", (server, name))
+        return record
+
+    # -- reading ------------------------------------------------------------------------------------
+    def get(self, server: str, name: str) -> Record | None:
+        rows = self._select("WHERE server=? AND name=?", (server, name))
+        return rows[0] if rows else None
+
+    def records(self, server: str | None = None) -> list[Record]:
+        if server is None:
+            return self._select("ORDER BY started_at", ())
+        return self._select("WHERE server=? ORDER BY started_at", (server,))
+
+    def last_sessions(self, server: str) -> list[str]:
+        """This server's sessions, most recently seen first."""
+        with self._db() as db:
+            rows = db.execute("SELECT session_id FROM sessions WHERE server=? ORDER BY seen_at DESC",
+                              (server,)).fetchall()
+        return [row[0] for row in rows]
+
+    def _select(self, where: str, args: tuple) -> list[Record]:
+        with self._db() as db:
+            rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM queries {where}", args).fetchall()
+        records = []
+        for row in rows:
+            data = dict(zip(_COLUMNS, row, strict=True))
+            data["options"] = json.loads(data["options"] or "{}")
+            data["restartable"] = bool(data["restartable"])
+            records.append(Record(**data))
+        return records
+
+
+def _user() -> str:
+    with contextlib.suppress(Exception):
+        return getpass.getuser()
+    return str(os.getuid())
+
+
+def replay_problem(fields: list[tuple[str, str]], temp_views: set[str]) -> str | None:
+    """Why a plan would not replay in another session, from its fields (see _pyspark.plan_fields)."""
+    names = {name for name, _ in fields}
+    if names & {"local_relation", "cached_local_relation", "cached_remote_relation"}:
+        return "it reads data held in this session (a DataFrame built from a Python list or pandas)"
+    tables = {value.split(".")[-1].strip("`").lower() for name, value in fields if name == "unparsed_identifier"}
+    sql_words = {word.lower() for name, value in fields if name == "query" for word in re.findall(r"\w+", value)}
+    views = sorted((tables | sql_words) & {v.lower() for v in temp_views})
+    if views:
+        return f"it reads the temporary view {views[0]}, which lives only in this session"
+    return None

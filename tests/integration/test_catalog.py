@@ -1,0 +1,145 @@
+"""The query catalog against a real server: restart after stop, after failure, from another process;
+plans that cannot replay; the catalog surviving a client killed mid-write; forgetting."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import sparkscope
+from sparkscope.client.catalog import Catalog
+from sparkscope.client.errors import ConfigError, UnsupportedOperation
+
+
+def write_events(folder, index: int, rows: list[tuple[str, str]]) -> None:
+    """One JSON file of (time, action) events, written whole then renamed in (a file source reads it once)."""
+    tmp = folder.parent / f".{folder.name}-{index}.json"
+    tmp.write_text("".join(json.dumps({"time": t, "action": a}) + "\n" for t, a in rows))
+    tmp.rename(folder / f"{index}.json")
+
+
+def windowed_counts(ss, folder):
+    from pyspark.sql import functions as F
+
+    events = ss.source.files("json", str(folder), schema="time TIMESTAMP, action STRING", max_files_per_trigger=1)
+    return (events.withWatermark("time", "1 hour")
+            .groupBy(F.window("time", "1 hour"), "action").count()
+            .selectExpr("window.start AS hour", "action", "count"))
+
+
+def sink_rows(ss, path) -> list[tuple]:
+    rows = ss.spark.read.parquet(str(path)).orderBy("hour", "action").collect()
+    return [(r["hour"].strftime("%H:%M"), r["action"], r["count"]) for r in rows]
+
+
+def test_a_stopped_query_restarts_from_its_checkpoint_with_nothing_lost_or_repeated(ss, data_dir, tmp_path):
+    events, out = data_dir / "events", tmp_path / "out"
+    events.mkdir()
+    write_events(events, 0, [("2024-01-01 10:05:00", "open"), ("2024-01-01 10:20:00", "open")])
+    write_events(events, 1, [("2024-01-01 12:30:00", "close")])  # the watermark passes 11:00: 10:00 is final
+    query = ss.start(windowed_counts(ss, events), "cat_counts", sink="parquet", path=str(out))
+    query.process_all_available()
+    query.stop()
+    assert sink_rows(ss, out) == [("10:00", "open", 2)]
+    record = Catalog().get(ss.url, "cat_counts")
+    assert record.state == "stopped" and record.restartable and record.checkpoint == query.checkpoint
+    assert record.last_batch is not None and record.last_batch >= 1
+
+    write_events(events, 2, [("2024-01-01 12:40:00", "close"), ("2024-01-01 14:10:00", "open")])
+    again = ss.restart("cat_counts")
+    assert again.checkpoint == query.checkpoint and again.sink == "parquet"
+    again.process_all_available()
+    assert sink_rows(ss, out) == [("10:00", "open", 2), ("12:00", "close", 2)]  # each window once
+    with pytest.raises(ConfigError) as err:
+        ss.restart("cat_counts")
+    assert str(err.value) == f"cat_counts is already running (id {again.id[:8]}). Nothing was changed."
+    again.stop()
+
+
+def test_a_failed_query_is_recorded_and_restarts(ss):
+    doomed = ss.start(ss.source.rate(5).selectExpr("assert_true(value < 3) AS ok"), "cat_doomed")
+    with pytest.raises(sparkscope.QueryFailed):
+        doomed.await_termination(120)
+    assert doomed.state == "failed"
+    record = Catalog().get(ss.url, "cat_doomed")
+    assert record.state == "failed" and "is not true" in record.error
+    again = ss.restart("cat_doomed")  # the same plan fails again, as it should
+    assert again.checkpoint != doomed.checkpoint  # a memory sink in append mode cannot resume (Spark's rule)
+    with pytest.raises(sparkscope.QueryFailed):
+        again.await_termination(120)
+
+
+def test_a_plan_that_cannot_replay_says_why_when_it_starts(ss, caplog):
+    local = ss.spark.createDataFrame([(1, "a")], "id INT, v STRING")
+    rate = ss.source.rate(1).crossJoin(local)
+    with caplog.at_level("WARNING", logger="sparkscope"):
+        query = ss.start(rate, "cat_local")
+    assert query.restart_note == "it reads data held in this session (a DataFrame built from a Python list or pandas)"
+    assert caplog.messages == [f"cat_local cannot be restarted from the catalog: {query.restart_note}"]
+    query.stop()
+    with pytest.raises(UnsupportedOperation) as err:
+        ss.restart("cat_local")
+    assert str(err.value).startswith("cat_local cannot be restarted: it reads data held in this session")
+
+    ss.source.rate(1).createOrReplaceTempView("cat_view")
+    for name, df in (("cat_viewed", ss.spark.table("cat_view")), ("cat_sql", ss.spark.sql("SELECT * FROM cat_view"))):
+        viewed = ss.start(df, name)
+        assert viewed.restart_note == "it reads the temporary view cat_view, which lives only in this session"
+        viewed.stop()
+
+
+def test_another_process_restarts_what_this_one_started(ss, remote_url):
+    ss.start(ss.source.rate(5), "cat_shared").stop()
+    script = textwrap.dedent("""
+        import sys, sparkscope
+        with sparkscope.connect(sys.argv[1]) as ss:
+            q = ss.restart("cat_shared")
+            q.process_all_available()
+            print("restarted", q.name, q.state, q.checkpoint)
+            q.stop()
+    """)
+    out = subprocess.run([sys.executable, "-c", script, remote_url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    record = Catalog().get(ss.url, "cat_shared")
+    assert out.stdout.strip() == f"restarted cat_shared active {record.checkpoint}"
+    assert record.state == "stopped"
+
+
+def test_the_catalog_stays_readable_when_a_writer_is_killed(tmp_path):
+    path = tmp_path / "catalog.sqlite3"
+    writer = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from sparkscope.client.catalog import Catalog
+        catalog = Catalog(Path(sys.argv[1]))
+        i = 0
+        while True:
+            catalog.record_start("sc://h:1", f"q{i % 50}", query_id=str(i), session_id="s", plan=b"x" * 4096,
+                                 sink="memory", mode="append", trigger="default", options={}, path=None,
+                                 table_name=None, checkpoint=f"/c/{i}", restartable=True, reason=None)
+            if i == 200:
+                print("writing", flush=True)
+            i += 1
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"  # it is mid-stream of writes now
+    finally:
+        proc.kill()
+        proc.wait()
+    records = Catalog(path).records()
+    assert 1 <= len(records) <= 50
+    assert all(r.plan == b"x" * 4096 and r.checkpoint == f"/c/{r.query_id}" for r in records)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_forget_removes_the_record_and_keeps_the_checkpoint(ss):
+    query = ss.start(ss.source.rate(5), "cat_forget")
+    query.stop()
+    record = ss.forget("cat_forget")
+    assert record.checkpoint == query.checkpoint
+    assert Catalog().get(ss.url, "cat_forget") is None

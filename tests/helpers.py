@@ -21,3 +21,12 @@ def wait_for(predicate, timeout: float = 30.0, every: float = 0.1, what: str = "
             return value
         time.sleep(every)  # polling a condition with a deadline, not synchronising by time
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180):
+    """The real `sparkscope` command, as a subprocess; its CompletedProcess (text)."""
+    import os
+    import subprocess
+
+    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})

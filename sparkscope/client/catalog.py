@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS queries (
     server TEXT NOT NULL, name TEXT NOT NULL, query_id TEXT, session_id TEXT, plan BLOB,
     sink TEXT, mode TEXT, trigger TEXT, options TEXT, path TEXT, table_name TEXT, checkpoint TEXT,
     started_by TEXT, started_at REAL, state TEXT, last_batch INTEGER, ended_at REAL, error TEXT,
-    restartable INTEGER NOT NULL DEFAULT 1, reason TEXT,
+    restartable INTEGER NOT NULL DEFAULT 1, reason TEXT, seen_at REAL,
     PRIMARY KEY (server, name));
 CREATE TABLE IF NOT EXISTS sessions (
     server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL,
@@ -65,6 +65,7 @@ class Record:
     error: str | None
     restartable: bool
     reason: str | None  # why it is not restartable
+    seen_at: float | None  # when this client last saw it run (its start, or a batch)
 
 
 _COLUMNS = [f for f in Record.__dataclass_fields__]
@@ -98,9 +99,10 @@ class Catalog:
             db.execute(
                 "INSERT OR REPLACE INTO queries (server, name, query_id, session_id, plan, sink, mode, trigger, "
                 "options, path, table_name, checkpoint, started_by, started_at, state, last_batch, ended_at, "
-                "error, restartable, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "error, restartable, reason, seen_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (server, name, query_id, session_id, plan, sink, mode, trigger, json.dumps(options), path,
-                 table_name, checkpoint, _user(), time.time(), ACTIVE, None, None, None, int(restartable), reason))
+                 table_name, checkpoint, _user(), time.time(), ACTIVE, None, None, None, int(restartable), reason,
+                 time.time()))
 
     def record_end(self, server: str, name: str, state: str, error: str | None = None,
                    query_id: str | None = None) -> None:
@@ -112,8 +114,8 @@ class Catalog:
 
     def record_batch(self, server: str, query_id: str, batch_id: int) -> None:
         with self._db() as db:
-            db.execute("UPDATE queries SET last_batch=? WHERE server=? AND query_id=? AND "
-                       "(last_batch IS NULL OR last_batch < ?)", (batch_id, server, query_id, batch_id))
+            db.execute("UPDATE queries SET last_batch=max(coalesce(last_batch, -1), ?), seen_at=? "
+                       "WHERE server=? AND query_id=?", (batch_id, time.time(), server, query_id))
 
     def record_session(self, server: str, session_id: str) -> None:
         now = time.time()

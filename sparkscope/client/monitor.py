@@ -46,6 +46,7 @@ class Event:
     progress: Progress | None = None
     error: str | None = None
     message: str | None = None
+    code: str | None = None  # a notice's situation, for a front end's own hint (e.g. "server_gone")
     at: float = field(default_factory=time.time)
 
 
@@ -166,9 +167,9 @@ class Monitor:
             with swallowed("delivering an event"):  # one broken consumer must not starve the others
                 callback(event)
 
-    def _notice(self, message: str) -> None:
+    def _notice(self, message: str, code: str | None = None) -> None:
         self.notices.append(message)
-        self._publish(Event("notice", message=message))
+        self._publish(Event("notice", message=message, code=code))
 
     def _track(self, query_id: str, name: str | None) -> Track:
         with self._lock:
@@ -257,7 +258,14 @@ class Monitor:
                     self._notice(f"The live event stream broke; listening again (back-filled {filled} "
                                  f"batch{'es' if filled != 1 else ''} from recent progress)")
             else:
-                self._notice("The live event stream broke and could not be re-opened; polling instead")
+                from .probe import try_probe
+
+                if try_probe(self._session.target, timeout=2) is None:
+                    self.stale_since = time.time()
+                    self._notice(f"The server at {self._session.url} went away, and its queries stopped with it",
+                                 code="server_gone")
+                else:
+                    self._notice("The live event stream broke and could not be re-opened; polling instead")
                 self.mode = "polling"
                 self._poll_loop()
                 return

@@ -18,7 +18,7 @@ from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_clos
 from .catalog import ACTIVE, FAILED, LOST, STOPPED, Catalog, Record, replay_problem
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
+from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, call, translate, translated)
 from .paths import for_server
 from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
@@ -137,6 +137,24 @@ class Session:
             session._stop_keepalive.set()
             raise
         return session
+
+    @classmethod
+    def reattach(cls, target: Target, *, timeout: float = 5.0) -> Session:
+        """Rejoin the most recent session this client opened on the server whose queries still run
+        (after a crash of the REPL or a script: no id to copy)."""
+        server = target.with_session(None)
+        for known in Catalog().last_sessions(server.display):
+            try:
+                session = cls.open(server.with_session(known), timeout=timeout)
+            except ConnectionFailed as exc:
+                if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
+                    raise
+                continue  # that session is gone from the server
+            if session.running():
+                return session
+            session.close(stop_queries=False)
+        raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
+                               "Connect without reattaching to open a new session", code="nothing_to_reattach")
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
@@ -335,7 +353,7 @@ class Session:
                                 data={"name": name})
         if self._find_active_by_name(name) is not None:
             raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
-                              code="query_exists", data={"name": name})
+                              code="query_running", data={"name": name})
         if delete_checkpoint and record.checkpoint:
             if not self.target.on_this_machine:
                 raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
@@ -399,11 +417,24 @@ class Session:
             for handle in active:
                 known = self._queries.get(handle.id)
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
-                    query = Query(handle, name=handle.name or handle.id[:8], sink=_sink_of(handle))
+                    query = self._adopted(handle)
                     query.on_end = self._ended
                     self._queries[handle.id] = query
             active_ids = {h.id for h in active}
         return [q for q in self._queries.values() if q.id in active_ids]
+
+    def _adopted(self, handle: Any) -> Query:
+        """A Query for a running handle this process did not start: what the catalog recorded of it
+        (sink, mode, trigger, checkpoint, path) when it is there."""
+        name = handle.name or handle.id[:8]
+        record = None
+        with swallowed("reading the catalog"):
+            record = self.catalog.get(self.url, name)
+        if record is None or record.query_id != handle.id:
+            return Query(handle, name=name, sink=_sink_of(handle))
+        return Query(handle, name=name, sink=record.sink, mode=record.mode, trigger=parse_trigger(record.trigger),
+                     checkpoint=record.checkpoint, path=record.path, table=record.table_name,
+                     fmt=record.sink if record.sink in FILE_SINKS else None)
 
     def _find_active_by_name(self, name: str) -> Query | None:
         for query in self._adopt_active():

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
     parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
     parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
+    parser.add_argument("--reattach", action="store_true",
+                        help="rejoin your most recent session on the server whose queries still run")
     parser.add_argument("--port", type=_port, metavar="N",
                         help="port of the embedded local server (default 15002, or the next free one)")
     parser.add_argument("-c", dest="commands", metavar="TEXT",
@@ -71,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra Spark configuration; repeatable")
     start.add_argument("--timeout", type=_seconds, default=180.0,
                        help="seconds to wait for the server (default 180)")
+    start.add_argument("--restore", action="store_true",
+                       help="then restart, from their checkpoints, the catalogued queries that were running on it")
     start.add_argument("--no-token", action="store_true",
                        help="let any local user connect without a token (not recommended)")
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started")
@@ -144,6 +148,32 @@ def _human(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
 
 
+def _restore(info) -> int:
+    """Restart the catalogued queries that were running on this server when it stopped or died, in a
+    session left open on the server (they keep running after this command ends)."""
+    from ..client.session import Session
+    from .terminal import command_name
+
+    session = Session.open(info.target(None), keepalive=0)
+    restored, failed = [], []
+    try:
+        for record in session.lost_queries():
+            try:
+                restored.append(session.restart(record.name).name)
+            except SparkscopeError as exc:
+                failed.append(f"{record.name}: {exc}")
+    finally:
+        session.close(stop_queries=False)
+    if restored:
+        print(f"Restored {', '.join(restored)} from their checkpoints in session {session.session_id}. "
+              f"Reattach with: {command_name()} --reattach")
+    else:
+        print("No queries to restore: none of the catalogued queries was running on this server.")
+    for line in failed:
+        print(f"error: could not restore {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def server_main(args) -> int:
     from ..client.server import LocalServer, java_version
     from .registry import key_values
@@ -176,7 +206,7 @@ def server_main(args) -> int:
             print(f"Spark Connect server started in {started.startup_seconds:.1f}s: {started.url} "
                   f"(pid {started.pid}, Spark {started.version}, {auth})")
             print(f"log: {started.log}")
-        return 0
+        return _restore(started) if args.restore else 0
     if args.action == "token":
         info = server.running()
         if info is None:
@@ -224,6 +254,8 @@ def _opener(args):
         quiet_pyspark_loggers()
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
                                 on_server_wait=None, port=args.port)
+        if getattr(args, "reattach", False) and not args.session_id:
+            return Session.reattach(target)
         return Session.open(target)
 
     return open_session
@@ -270,7 +302,14 @@ def _report_connection_later(executor) -> None:
 
     def watch() -> None:
         try:
-            executor.wait_connected()
+            session = executor.wait_connected()
+            from ..client.logs import swallowed
+            from .catalog_commands import lost_note
+
+            with swallowed("looking for lost queries"):  # an extra: its failure is not the user's problem
+                note = lost_note(session)
+                if note:
+                    print(note)
         except Exception as exc:
             from .render import error_line
 

@@ -76,8 +76,13 @@ def start(ctx, args, opts):
     return results
 
 
-@command("queries", "List every query of this session with its state and rates", aliases=("ls",))
+@command("queries", "List every query of this session with its state and rates (--all: the whole catalog of "
+         "this server, stopped, failed and lost queries included)", aliases=("ls",), options=(flag("all"),))
 def queries(ctx, args, opts):
+    if opts.get("all"):
+        from .catalog_commands import catalog_table
+
+        return catalog_table(ctx.session.catalog_records())
     infos = ctx.session.queries()
     rows = [[q.name, short_id(q.id), q.state, q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
@@ -360,7 +365,7 @@ def conf(ctx, args, opts):
 
 
 @command("connect", "Connect again (after the server went away), or switch to another server or session",
-         args=(Arg("URL", optional=True),), options=(valued("session-id", "ID"),), needs_session=False)
+         args=(Arg("URL", optional=True),), options=(valued("session-id", "ID"), flag("last")), needs_session=False)
 def connect(ctx, args, opts):
     from ..client.probe import try_probe
     from ..client.remote import validate_session_id
@@ -369,7 +374,16 @@ def connect(ctx, args, opts):
     url, session_id = (args[0] if args else None), opts.get("session-id")
     if session_id is not None:
         validate_session_id(session_id)
-    if url is None and session_id is None:
+    if opts.get("last"):
+        if session_id is not None:
+            raise UsageError("Give --session-id or --last, not both", f"Usage: {REGISTRY.usage('connect')}")
+        current = ctx.session_or_none()
+
+        def opener():
+            if url is None and current is not None:
+                return Session.reattach(current.target)
+            return Session.reattach(resolve_target(url))
+    elif url is None and session_id is None:
         if ctx.connecting:
             raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
         current = ctx.session_or_none()
@@ -394,8 +408,11 @@ def connect(ctx, args, opts):
         where = old.target.bare_url
         note = (f" Left {', '.join(left)} running in the previous session; "
                 f"reattach with :connect {where} --session-id {old.session_id}")
+    from .catalog_commands import lost_note
+
+    lost = lost_note(session)
     return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "
-                   f"Spark {session.server_version}).{note}")
+                   f"Spark {session.server_version}).{note}" + (f"\n{lost}" if lost else ""))
 
 
 @command("session", "Show the server URL, session id, Spark version and user")

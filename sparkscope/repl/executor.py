@@ -21,6 +21,7 @@ from ..client.deadline import within
 from ..client.logs import swallowed
 from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, translate, translated
 from ..client.secrets import redact
+from . import catalog_commands as _catalog_commands  # noqa: F401 - registers the catalog's commands
 from . import commands as _commands  # noqa: F401 - registers the colon commands
 from .registry import REGISTRY, Runs, UsageError
 from .hints import repl_hint

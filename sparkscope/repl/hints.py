@@ -7,6 +7,10 @@ from ..client.errors import SparkscopeError
 
 REPL_HINTS = {
     "query_exists": "Stop it first (:stop {name}) or pick another name",
+    "query_running": "Stop it first: :stop {name}",
+    "nothing_to_reattach": "Run :connect to open a new session",
+    "not_in_catalog": "See what it holds with :queries --all",
+    "not_restartable": "Build the DataFrame again and :start it",
     "no_query_or_table": "List them with :queries, or start one with :start",
     "session_lost": "Run :connect to open a new session",
     "session_closed": "Run :connect to open a new session",

@@ -53,6 +53,8 @@ class Live:
         if self.alerts_on:
             for alert in alerts:
                 details = f" (details: :exception {alert.query})" if alert.kind == "failed" else ""
+                if event.code == "server_gone":
+                    details = ". When it is back: :connect, then :restart --lost"
                 self.say(f"{alert}{details}")
 
     def say(self, text: str) -> None:

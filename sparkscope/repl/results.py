@@ -11,7 +11,7 @@ from typing import Any
 @dataclass
 class Table:
     columns: list[str]
-    rows: list[Sequence[Any]]
+    rows: Sequence[Sequence[Any]]
     title: str | None = None
     footer: str | None = None
     # columns that may be left out, least useful first, when the table is wider than the terminal

@@ -1,0 +1,91 @@
+"""Colon commands over the query catalog: :queries --all, :restart, :forget, and the lost-queries note."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .registry import REGISTRY, Arg, Complete, UsageError, command, flag
+from .render import short_id
+from .results import Message, Table
+
+
+def _clock(at: float | None) -> str:
+    if at is None:
+        return "-"
+    local = time.localtime(at)
+    return time.strftime("%H:%M:%S" if time.time() - at < 86400 else "%Y-%m-%d %H:%M", local)
+
+
+def catalog_table(records: list[Any]) -> Table:
+    rows = [[r.name, short_id(r.query_id or "-"), r.state, r.sink, "-" if r.last_batch is None else r.last_batch,
+             _clock(r.started_at), _clock(r.seen_at), "yes" if r.restartable else "no",
+             r.checkpoint or "-", (r.error or r.reason or "")] for r in records]
+    return Table(["name", "id", "state", "sink", "batch", "started", "last seen", "restartable", "checkpoint",
+                  "why"], rows, footer="(the catalog is empty: queries are recorded when they start)" if not rows
+                 else ":restart NAME starts one again from its checkpoint; :forget NAME removes a record",
+                 droppable=("id", "checkpoint", "started", "sink", "why"))
+
+
+def lost_note(session: Any) -> str | None:
+    """One block about the catalogued queries that were running and now are not, or None."""
+    lost = session.lost_queries()
+    if not lost:
+        return None
+    names = ", ".join(f"{r.name} (last seen {_clock(r.seen_at)}, batch {'-' if r.last_batch is None else r.last_batch})"
+                      for r in lost)
+    return (f"Lost since the server restarted or their session ended: {names}.\n"
+            "Nothing was restarted. :restart --lost brings them back from their checkpoints; "
+            ":queries --all lists the catalog.")
+
+
+@command("restart", "Start a catalogued query again from its plan, sink and checkpoint (--lost: every lost one; "
+         "--fresh: with a new checkpoint, after asking)",
+         args=(Arg("NAME", optional=True, complete=Complete.QUERY),), options=(flag("lost"), flag("fresh"),
+                                                                               flag("yes")))
+def restart(ctx, args, opts):
+    session = ctx.session
+    if opts.get("lost"):
+        if args:
+            raise UsageError("Give a query name or --lost, not both", f"Usage: {REGISTRY.usage('restart')}")
+        session.lost_queries()
+        names = [r.name for r in session.catalog.records(session.url) if r.state == "lost"]
+        if not names:
+            return Message("No lost queries in the catalog.")
+        return [_restart_one(session, name, fresh=False) for name in names]
+    if not args:
+        raise UsageError(":restart needs a query name, or --lost", f"Usage: {REGISTRY.usage('restart')}")
+    name = args[0]
+    if opts.get("fresh"):
+        record = session.catalog.get(session.url, name)
+        where = f" (the old one stays at {record.checkpoint})" if record is not None and record.checkpoint else ""
+        if not (opts.get("yes") or ctx.confirm(f"Restart {name} with a new checkpoint? Its state and offsets start "
+                                               f"empty{where}. [y/N] ")):
+            return Message("Nothing was changed.")
+    return _restart_one(session, name, fresh=bool(opts.get("fresh")))
+
+
+def _restart_one(session: Any, name: str, fresh: bool) -> Message:
+    record = session.catalog.get(session.url, name)
+    query = session.restart(name, fresh=fresh)
+    resumed = (record is not None and record.checkpoint and query.checkpoint == record.checkpoint)
+    where = (f"from its checkpoint (after batch {record.last_batch})" if resumed and record.last_batch is not None
+             else "from its checkpoint" if resumed else "with a new checkpoint")
+    return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {query.sink} sink, {query.mode} mode",
+                   {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": bool(resumed)})
+
+
+@command("forget", "Remove a query from the catalog (--delete-checkpoint: delete its checkpoint too, after asking)",
+         args=(Arg("NAME", complete=Complete.QUERY),), options=(flag("delete-checkpoint"), flag("yes")))
+def forget(ctx, args, opts):
+    session = ctx.session
+    name = args[0]
+    delete = bool(opts.get("delete-checkpoint"))
+    if delete:
+        record = session.catalog.get(session.url, name)
+        where = record.checkpoint if record is not None and record.checkpoint else "its checkpoint"
+        if not (opts.get("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. [y/N] ")):
+            return Message("Nothing was changed.")
+    record = session.forget(name, delete_checkpoint=delete)
+    kept = "" if delete or not record.checkpoint else f"; its checkpoint stays at {record.checkpoint}"
+    return Message(f"Forgot {name}{kept}.")

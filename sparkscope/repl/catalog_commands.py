@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
-from .registry import REGISTRY, Arg, Complete, UsageError, command, flag
-from .render import short_id
+from .registry import REGISTRY, Arg, Complete, UsageError, command, flag, valued
+from .render import age, short_id, size
 from .results import Message, Table
 
 
@@ -89,3 +90,38 @@ def forget(ctx, args, opts):
     record = session.forget(name, delete_checkpoint=delete)
     kept = "" if delete or not record.checkpoint else f"; its checkpoint stays at {record.checkpoint}"
     return Message(f"Forgot {name}{kept}.")
+
+
+def checkpoints_table(found: list[Any], removed: list[Any] | None = None) -> Table:
+    now = time.time()
+    rows = [[c.path.name, size(c.size), age(now - c.modified),
+             f"{c.owner.name} ({c.owner.state})" if c.owner else "-", "yes" if c.needed else "no"] for c in found]
+    if removed is not None:
+        freed = sum(c.size for c in removed)
+        footer = (f"Deleted {len(removed)} checkpoint{'s' if len(removed) != 1 else ''}, {size(freed)} freed; "
+                  "kept every checkpoint a restartable query needs.")
+    else:
+        footer = ("(no checkpoints)" if not rows else
+                  "needed: a restartable query resumes from it. prune --older-than AGE deletes the rest")
+    return Table(["checkpoint", "size", "age", "query", "needed"], rows, footer=footer)
+
+
+def checkpoint_report(root: Path, records: list[Any], prune_older_than: str | None) -> Table:
+    from ..client.checkpoints import parse_age, prune, scan
+
+    if prune_older_than is None:
+        return checkpoints_table(scan(root, records))
+    removed = prune(root, records, parse_age(prune_older_than))
+    return checkpoints_table(scan(root, records), removed)
+
+
+@command("checkpoints", "List the checkpoints of queries on this machine with size, age and owner "
+         "(--prune AGE: delete those older than AGE that no restartable query needs)",
+         options=(valued("prune", "AGE"),))
+def checkpoints(ctx, args, opts):
+    session = ctx.session
+    if not session.target.on_this_machine or not session.checkpoint_root:
+        raise UsageError("The checkpoints of a remote server live on that server",
+                         "List them there: sparkscope checkpoints")
+    root = Path(session.checkpoint_root.removeprefix("file:"))
+    return checkpoint_report(root, session.catalog.records(), opts.get("prune"))

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..client.errors import SparkscopeError
+from ..client.errors import ConfigError, SparkscopeError
 
 EXAMPLES = """\
 examples:
@@ -60,7 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="on exit leave running queries on the server (default for -c/-f: stop them)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="subcommand", metavar="{server}")
+    sub = parser.add_subparsers(dest="subcommand", metavar="{server,checkpoints}")
+    checkpoints = sub.add_parser("checkpoints", help="list the embedded server's checkpoints; prune old ones",
+                                 description="List the embedded server's checkpoints with size, age and the "
+                                             "query each belongs to; 'prune --older-than 7d' deletes those no "
+                                             "restartable query needs.")
+    checkpoints.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
+    checkpoints.add_argument("--older-than", metavar="AGE", default=None, help="with prune: 30m, 12h, 7d, 2w")
     server = sub.add_parser("server", help="manage the embedded local Spark Connect server",
                             description="Manage the embedded local Spark Connect server (a JVM started from "
                                         "the pip-installed pyspark). Its pid, port and log live in "
@@ -124,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.subcommand == "server":
             return server_main(args)
+        if args.subcommand == "checkpoints":
+            return checkpoints_main(args)
         return repl_main(args)
     except SparkscopeError as exc:
         if args.debug:
@@ -172,6 +180,20 @@ def _restore(info) -> int:
     for line in failed:
         print(f"error: could not restore {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def checkpoints_main(args) -> int:
+    from ..client.catalog import Catalog
+    from ..client.server import LocalServer
+    from .catalog_commands import checkpoint_report
+    from .render import render
+
+    if args.action == "prune" and not args.older_than:
+        raise ConfigError("prune needs --older-than AGE", "e.g. sparkscope checkpoints prune --older-than 7d")
+    table = checkpoint_report(LocalServer().checkpoint_root, Catalog().records(),
+                              args.older_than if args.action == "prune" else None)
+    print(render(table, args.format))
+    return 0
 
 
 def server_main(args) -> int:

@@ -226,5 +226,21 @@ def duration_ms(value: int | None) -> str:
     return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
 
 
+def size(count: int) -> str:
+    """Bytes as people read them: 812 B, 4.2 KiB, 31.0 MiB, 1.2 GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def age(seconds: float) -> str:
+    """A duration as its largest unit: 45s, 12m, 5h, 3d."""
+    for unit, scale in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= scale:
+            return f"{int(seconds // scale)}{unit}"
+    return f"{int(seconds)}s"
+
+
 def short_id(query_id: str) -> str:
     return query_id[:8]

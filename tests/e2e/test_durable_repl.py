@@ -1,0 +1,83 @@
+"""Durable queries in a real terminal: a server killed and started again, the lost query listed and
+brought back with :restart --lost; a REPL killed -9 and its session found again with --reattach."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import pexpect
+import pytest
+
+from sparkscope.client.server import LocalServer, free_port
+from tests.e2e.conftest import Repl, spawn
+from tests.helpers import run_sparkscope, wait_for
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory):
+    """A server that may be killed, with a state dir (catalog, token) of its own."""
+    home = tmp_path_factory.mktemp("durable-repl")
+    port = free_port()
+    env = {"XDG_STATE_HOME": str(home)}
+    started = run_sparkscope("server", "start", "--port", str(port), env=env)
+    assert started.returncode == 0, started.stderr
+    local = LocalServer(home / "sparkscope")
+    yield local, port, env
+    local.stop(grace=10)
+
+
+def wait_for_batches(repl: Repl, name: str) -> int:
+    def batch():
+        match = re.search(rf"\| {name}\s+\| [0-9a-f]{{8}} \| active .*?\| (\d+)\s+\|", repl.run(":queries"))
+        return int(match.group(1)) + 1 if match and int(match.group(1)) >= 1 else None
+
+    return wait_for(batch, timeout=60, every=0.5, what=f"{name} to make batches") - 1
+
+
+def test_a_lost_query_is_listed_and_restarted_after_the_server_is_killed(own_server):
+    local, port, env = own_server
+    url = f"sc://localhost:{port}"
+    child = spawn("--remote", url, env=env)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run("counts = ss.source.rate(5).groupBy((col('value') % 3).alias('k')).count()")
+    assert "Started counts" in repl.run(":start counts")
+    wait_for_batches(repl, "counts")
+    os.kill(local.running().pid, signal.SIGKILL)
+    repl.expect(re.escape(f"note: The server at {url} went away, and its queries stopped with it. "
+                          "When it is back: :connect, then :restart --lost"), timeout=30)
+    repl.prompt()
+    assert run_sparkscope("server", "start", "--port", str(port), env=env).returncode == 0
+    out = repl.run(":connect")
+    assert re.search(r"Lost since the server restarted or their session ended: counts \(last seen "
+                     r"\d\d:\d\d:\d\d, batch \d+\)\.", out), out
+    assert "Nothing was restarted. :restart --lost brings them back from their checkpoints" in out
+    assert re.search(r"\| counts\s+\|( [0-9a-f]{8} \|)? lost ", repl.run(":queries --all"))
+    out = repl.run(":restart --lost")
+    assert re.search(r"Restarted counts \(id [0-9a-f]{8}\) from its checkpoint \(after batch \d+\) → memory sink, "
+                     r"complete mode", out), out
+    assert re.search(r"\| counts\s+\| [0-9a-f]{8} \| active", repl.run(":queries"))
+    assert re.search(r"\| counts\s+\|( [0-9a-f]{8} \|)? active ", repl.run(":queries --all"))
+    repl.run(":stop counts")
+    child.sendcontrol("d")  # nothing runs any more: it leaves without a question
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_reattach_after_the_repl_was_killed_finds_the_running_query(own_server):
+    local, port, env = own_server
+    url = f"sc://localhost:{port}"
+    first = spawn("--remote", url, env=env)
+    repl = Repl(first)
+    repl.prompt()
+    assert "Started orphan" in repl.run(":start orphan ss.source.rate(1)")
+    first.kill(signal.SIGKILL)  # no goodbye: the session and its query stay on the server
+    first.close(force=True)
+    second = spawn("--remote", url, "--reattach", env=env)
+    again = Repl(second)
+    again.prompt()
+    assert re.search(r"\| orphan\s+\| [0-9a-f]{8} \| active", again.run(":queries"))
+    again.run(":stop orphan")
+    second.sendcontrol("d")
+    second.expect(pexpect.EOF, timeout=30)

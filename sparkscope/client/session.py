@@ -21,7 +21,8 @@ from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, call, translate, translated)
 from .paths import for_server
-from .planning import FILE_SINKS, check_name, check_sink, choose_mode, parse_trigger, plan_shape, watermark_warning
+from .planning import (FILE_SINKS, Trigger, check_name, check_sink, choose_mode, parse_trigger, plan_shape,
+                       watermark_warning)
 from .probe import probe
 from .progress import Progress
 from .query import Query, QueryInfo
@@ -242,6 +243,15 @@ class Session:
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
         # name would resume (or fail on) an unrelated query's offsets and state.
         plan, problem = self._replay_check(df, sink)
+        return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
+                            options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
+                            problem=problem)
+
+    def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
+                checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
+                foreach_batch: Callable[[Any, int], None] | None = None, warning: str | None = None,
+                plan: bytes | None = None, problem: str | None = None) -> Query:
+        """Start a checked query and record it in the catalog."""
         if checkpoint is None and self.checkpoint_root:
             checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
         writer = df.writeStream.queryName(name).outputMode(chosen)
@@ -339,10 +349,10 @@ class Session:
             log.warning("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
                         "it starts over with a new one", name, record.mode)
             fresh = True
-        df = dataframe_from_plan(self.spark, record.plan)
-        return self.start(df, name, record.sink, mode=record.mode, trigger=record.trigger,
-                          checkpoint=None if fresh else record.checkpoint, path=record.path,
-                          table=record.table_name, options=record.options)
+        # checked when it first started: the plan, its mode and sink are not analysed again
+        return self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
+                            parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
+                            path=record.path, table=record.table_name, options=record.options, plan=record.plan)
 
     def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""

@@ -4,6 +4,7 @@ plans that cannot replay; the catalog surviving a client killed mid-write; forge
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -143,3 +144,19 @@ def test_forget_removes_the_record_and_keeps_the_checkpoint(ss):
     record = ss.forget("cat_forget")
     assert record.checkpoint == query.checkpoint
     assert Catalog().get(ss.url, "cat_forget") is None
+
+
+def test_the_checkpoints_command_lists_owners_and_prunes_nothing_young(ss):
+    from tests.helpers import run_sparkscope
+
+    query = ss.start(ss.source.rate(5), "cat_ckpt")
+    query.stop()
+    out = run_sparkscope("checkpoints")
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith(f"| {query.checkpoint.rsplit('/', 1)[1]}"))
+    assert re.search(r"\| cat_ckpt \(stopped\)\s+\| no\s+\|$", row), row  # a stopped memory sink resumes nothing
+    pruned = run_sparkscope("checkpoints", "prune", "--older-than", "1h")
+    assert pruned.returncode == 0 and "Deleted 0 checkpoints, 0 B freed" in pruned.stdout
+    missing = run_sparkscope("checkpoints", "prune")
+    assert (missing.returncode, missing.stderr) == (2, "error: prune needs --older-than AGE. e.g. sparkscope "
+                                                       "checkpoints prune --older-than 7d.\n")

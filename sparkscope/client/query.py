@@ -50,6 +50,7 @@ class QueryInfo:
     input_rows_per_second: float
     processed_rows_per_second: float
     error: str | None = None
+    checkpoint: str | None = None
 
 
 class Query:
@@ -194,7 +195,7 @@ class Query:
             last_batch=last.batch_id if last else None,
             input_rows_per_second=last.input_rows_per_second if last else 0.0,
             processed_rows_per_second=last.processed_rows_per_second if last else 0.0,
-            error=error,
+            error=error, checkpoint=self.checkpoint,
         )
 
 

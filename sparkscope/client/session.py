@@ -471,11 +471,12 @@ class Session:
             raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
-    def queries(self) -> list[QueryInfo]:
+    def queries(self, all: bool = False) -> list[QueryInfo]:  # noqa: A002 - the word users expect
         """Every query of this session: active ones and those that stopped or failed (until reset).
 
         One RPC lists the active queries; their last progress comes from the monitor when it is
-        listening (no RPC), otherwise one lastProgress call each.
+        listening (no RPC), otherwise one lastProgress call each. With `all`, the catalog's other
+        queries of this server follow: stopped, failed and lost ones, from earlier sessions too.
         """
         active = {q.id for q in self._adopt_active()}
         with self._lock:
@@ -485,6 +486,15 @@ class Session:
         for query in known:
             track = monitor.track(query.id) if monitor and query.id in active else None
             infos.append(query.info(active=query.id in active, latest=track.latest if track else None))
+        if all:
+            shown = {info.name for info in infos}
+            for record in self.catalog_records():
+                if record.name not in shown:
+                    infos.append(QueryInfo(name=record.name, id=record.query_id or "", state=record.state,
+                                           sink=record.sink, mode=record.mode, trigger=record.trigger,
+                                           last_batch=record.last_batch, input_rows_per_second=0.0,
+                                           processed_rows_per_second=0.0, error=record.error or record.reason,
+                                           checkpoint=record.checkpoint))
         return infos
 
     def running(self) -> list[Query]:

@@ -108,6 +108,10 @@ def test_another_process_restarts_what_this_one_started(ss, remote_url):
     record = Catalog().get(ss.url, "cat_shared")
     assert out.stdout.strip() == f"restarted cat_shared active {record.checkpoint}"
     assert record.state == "stopped"
+    ss.reset_terminated()  # this session forgets it; the catalog does not
+    assert "cat_shared" not in {info.name for info in ss.queries()}
+    shared = next(info for info in ss.queries(all=True) if info.name == "cat_shared")
+    assert (shared.state, shared.checkpoint) == ("stopped", record.checkpoint)
 
 
 def test_the_catalog_stays_readable_when_a_writer_is_killed(tmp_path):

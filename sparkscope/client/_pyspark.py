@@ -19,6 +19,9 @@ INTERNALS = (
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_stub"),  # set in __init__
     ("pyspark.sql.connect.streaming.query.StreamingQuery", "_execute_streaming_query_cmd"),
+    ("pyspark.sql.connect.session.SparkSession", "_default_session"),
+    ("pyspark.sql.connect.session.SparkSession", "_active_session"),
+    ("pyspark.sql.connect.session.SparkSession", "_lock"),
     ("pyspark.sql.connect.streaming.query.StreamingQueryManager", "_sqlb"),  # set in __init__
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_listener_bus"),
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_execution_thread"),
@@ -35,6 +38,17 @@ def session_id(spark: Any) -> str:
 def user_id(spark: Any) -> str | None:
     """SparkConnectClient._user_id (private, 4.3.0): the user the server sees, from SPARK_USER/USER."""
     return getattr(spark.client, "_user_id", None)
+
+
+def make_active(spark: Any) -> None:
+    """SparkSession._default_session and _active_session (private, 4.3.0): pyspark parses DDL strings
+    (e.g. applyInPandasWithState's schemas) with the *active* session, which is the first one created
+    and not stopped, not the latest. After a reconnect that would be a session of a dead server."""
+    from pyspark.sql.connect.session import SparkSession
+
+    with SparkSession._lock:
+        SparkSession._default_session = spark
+    SparkSession._active_session.session = spark
 
 
 def keep_session_on_close(spark: Any) -> None:

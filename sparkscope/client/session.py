@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, plan_bytes, plan_fields,
-                       session_id, user_id)
+from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, plan_bytes,
+                       plan_fields, session_id, user_id)
 from .catalog import ACTIVE, FAILED, LOST, STOPPED, Catalog, Record, replay_problem
 from .deadline import within
 from .logs import log, swallowed
@@ -110,7 +110,10 @@ class Session:
             self._adopt_active()
 
     @classmethod
-    def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS) -> Session:
+    def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
+             activate: bool = True) -> Session:
+        """Open (or, with target.session_id, rejoin) a session. `activate`: make it the session pyspark's
+        own helpers use (DDL parsing); off for sessions only looked into."""
         version = probe(target, timeout=timeout)
         # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
@@ -134,6 +137,8 @@ class Session:
                 call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
             with swallowed("recording the session in the catalog"):
                 session.catalog.record_session(session.url, session.session_id)
+            if activate:
+                make_active(spark)
         except BaseException:
             session._stop_keepalive.set()
             raise
@@ -146,12 +151,13 @@ class Session:
         server = target.with_session(None)
         for known in Catalog().last_sessions(server.display):
             try:
-                session = cls.open(server.with_session(known), timeout=timeout)
+                session = cls.open(server.with_session(known), timeout=timeout, activate=False)
             except ConnectionFailed as exc:
                 if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
                     raise
                 continue  # that session is gone from the server
             if session.running():
+                make_active(session.spark)
                 return session
             session.close(stop_queries=False)
         raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
@@ -281,8 +287,8 @@ class Session:
                                       sink=sink, mode=chosen, trigger=str(parsed_trigger), options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
                                       restartable=problem is None, reason=problem)
-        if problem:
-            log.warning("%s cannot be restarted from the catalog: %s", name, problem)
+        if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
+            log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
 
     def _replay_check(self, df: DataFrame, sink: str) -> tuple[bytes | None, str | None]:
@@ -409,7 +415,7 @@ class Session:
         if not other_session:
             return None
         try:
-            other = Session.open(self.target.with_session(other_session), keepalive=0)
+            other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False)
         except ConnectionFailed as exc:
             if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
                 raise

@@ -69,6 +69,8 @@ def start(ctx, args, opts):
                                          "mode": query.mode, "trigger": str(query.trigger)})]
     if query.warning:
         results.append(Message(f"warning: {query.warning}"))
+    if query.restart_note:
+        results.append(Message(f"note: :restart cannot bring {query.name} back later: {query.restart_note}"))
     if tail_here:
         ctx.live().tail(query)
         results.append(Message("The console sink would print on the server, out of sight: writing to a memory "

@@ -36,12 +36,17 @@ def wait_for_batches(repl: Repl, name: str) -> int:
     return wait_for(batch, timeout=60, every=0.5, what=f"{name} to make batches") - 1
 
 
+def open_repl(url: str, env: dict, *flags: str):
+    child = spawn("--remote", url, *flags, env=env)
+    repl = Repl(child)
+    repl.prompt()
+    return child, repl
+
+
 def test_a_lost_query_is_listed_and_restarted_after_the_server_is_killed(own_server):
     local, port, env = own_server
     url = f"sc://localhost:{port}"
-    child = spawn("--remote", url, env=env)
-    repl = Repl(child)
-    repl.prompt()
+    child, repl = open_repl(url, env)
     repl.run("counts = ss.source.rate(5).groupBy((col('value') % 3).alias('k')).count()")
     assert "Started counts" in repl.run(":start counts")
     wait_for_batches(repl, "counts")
@@ -68,15 +73,11 @@ def test_a_lost_query_is_listed_and_restarted_after_the_server_is_killed(own_ser
 def test_reattach_after_the_repl_was_killed_finds_the_running_query(own_server):
     local, port, env = own_server
     url = f"sc://localhost:{port}"
-    first = spawn("--remote", url, env=env)
-    repl = Repl(first)
-    repl.prompt()
+    first, repl = open_repl(url, env)
     assert "Started orphan" in repl.run(":start orphan ss.source.rate(1)")
     first.kill(signal.SIGKILL)  # no goodbye: the session and its query stay on the server
     first.close(force=True)
-    second = spawn("--remote", url, "--reattach", env=env)
-    again = Repl(second)
-    again.prompt()
+    second, again = open_repl(url, env, "--reattach")
     assert re.search(r"\| orphan\s+\| [0-9a-f]{8} \| active", again.run(":queries"))
     again.run(":stop orphan")
     second.sendcontrol("d")

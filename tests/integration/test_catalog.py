@@ -77,7 +77,7 @@ def test_a_failed_query_is_recorded_and_restarts(ss):
 def test_a_plan_that_cannot_replay_says_why_when_it_starts(ss, caplog):
     local = ss.spark.createDataFrame([(1, "a")], "id INT, v STRING")
     rate = ss.source.rate(1).crossJoin(local)
-    with caplog.at_level("WARNING", logger="sparkscope"):
+    with caplog.at_level("INFO", logger="sparkscope"):
         query = ss.start(rate, "cat_local")
     assert query.restart_note == "it reads data held in this session (a DataFrame built from a Python list or pandas)"
     assert caplog.messages == [f"cat_local cannot be restarted from the catalog: {query.restart_note}"]

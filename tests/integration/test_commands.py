@@ -110,3 +110,11 @@ def test_a_script_with_a_blank_line_inside_a_def_runs(shell, tmp_path):
     script.write_text("def double(x):\n    y = x * 2\n\n    return y\n\nanswer = double(21)\n:conf spark.sql.shuffle.partitions\n")
     assert _run_file(shell.executor, str(script))
     assert shell.executor.namespace["answer"] == 42
+
+
+def test_start_says_in_one_line_when_restart_could_not_bring_the_query_back(shell):
+    shell.run("lookup = spark.createDataFrame([(1, 'a')], 'id INT, v STRING')")
+    ok, out, err = shell.run(":start joined ss.source.rate(1).crossJoin(lookup)")
+    assert ok and err == "", err
+    assert out.splitlines()[1] == ("note: :restart cannot bring joined back later: it reads data held in this "
+                                   "session (a DataFrame built from a Python list or pandas)")

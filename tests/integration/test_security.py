@@ -236,6 +236,7 @@ def test_a_made_up_session_id_is_refused_not_silently_new(remote_url):
     assert str(err.value) == (f"The server has no session {made_up} (it was closed, timed out, or the server "
                               "restarted). Connect without session_id to open a new session.")
     assert err.value.code == "session_unknown" and err.value.data == {"session_id": made_up}
+    made_up = str(uuid.uuid4())  # that one is now a closed session on the server: another
     out = run("--remote", remote_url, "--session-id", made_up, "-c", ":queries")
     assert out.returncode == 2 and out.stderr.strip() == (
         f"error: The server has no session {made_up} (it was closed, timed out, or the server restarted). "

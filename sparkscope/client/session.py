@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -13,12 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, plan_bytes,
-                       plan_fields, session_id, user_id)
-from .catalog import ACTIVE, FAILED, LOST, STOPPED, Catalog, Record, replay_problem
+from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, session_id, user_id)
+from . import durable
+from .catalog import FAILED, STOPPED, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
+from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, call, translate, translated)
 from .paths import for_server
 from .planning import (FILE_SINKS, Trigger, check_name, check_sink, choose_mode, parse_trigger, plan_shape,
@@ -148,20 +147,7 @@ class Session:
     def reattach(cls, target: Target, *, timeout: float = 5.0) -> Session:
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
-        server = target.with_session(None)
-        for known in Catalog().last_sessions(server.display):
-            try:
-                session = cls.open(server.with_session(known), timeout=timeout, activate=False)
-            except ConnectionFailed as exc:
-                if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
-                    raise
-                continue  # that session is gone from the server
-            if session.running():
-                make_active(session.spark)
-                return session
-            session.close(stop_queries=False)
-        raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
-                               "Connect without reattaching to open a new session", code="nothing_to_reattach")
+        return durable.reattach(target, timeout=timeout)
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
@@ -248,7 +234,7 @@ class Session:
         warning = watermark_warning(shape)
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
         # name would resume (or fail on) an unrelated query's offsets and state.
-        plan, problem = self._replay_check(df, sink)
+        plan, problem = durable.replay_check(self.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem)
@@ -291,22 +277,14 @@ class Session:
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
 
-    def _replay_check(self, df: DataFrame, sink: str) -> tuple[bytes | None, str | None]:
-        """The plan to keep, and why it would not replay in another session (None when it would)."""
-        if sink == "foreach_batch":
-            return None, "its foreach_batch function is not kept"
-        try:
-            plan = plan_bytes(df)
-        except Exception:
-            log.debug("could not read the plan", exc_info=True)
-            return None, "its plan could not be read"
-        fields = plan_fields(plan)
-        temp_views: set[str] = set()
-        if any(name in ("unparsed_identifier", "query") for name, _ in fields):  # one RPC, when it reads tables
-            with swallowed("listing temporary views"):
-                rows = call(lambda: self.spark.sql("SHOW VIEWS").collect())
-                temp_views = {row["viewName"] for row in rows if row["isTemporary"]}
-        return plan, replay_problem(fields, temp_views)
+    def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
+        """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
+        return durable.forget(self, name, delete_checkpoint=delete_checkpoint)
+
+    def lost_queries(self) -> list[Record]:
+        """Catalogued queries recorded as running that no longer run because their session is gone from
+        the server (restarted, or timed out): marked lost, and returned. One RPC per other session."""
+        return durable.find_lost(self)
 
     def _ended(self, query: Query, state: str, error: str | None) -> None:
         with swallowed(f"recording the end of {query.name} in the catalog"):
@@ -360,70 +338,10 @@ class Session:
                             parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
                             path=record.path, table=record.table_name, options=record.options, plan=record.plan)
 
-    def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
-        """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
-        record = self.catalog.get(self.url, name)
-        if record is None:
-            raise QueryNotFound(f"No query named '{name}' in the catalog of {self.url}",
-                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
-                                data={"name": name})
-        if self._find_active_by_name(name) is not None:
-            raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
-                              code="query_running", data={"name": name})
-        if delete_checkpoint and record.checkpoint:
-            if not self.target.on_this_machine:
-                raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
-                                           "Delete it there; the record was kept")
-            shutil.rmtree(record.checkpoint.removeprefix("file:"), ignore_errors=True)
-        self.catalog.forget(self.url, name)
-        return record
-
     def catalog_records(self) -> list[Record]:
         """This server's catalog, after marking the queries that are gone from the server as lost."""
         self.lost_queries()
         return self.catalog.records(self.url)
-
-    def lost_queries(self) -> list[Record]:
-        """Catalogued queries recorded as running that no longer run: their session is gone from the
-        server (restarted, or timed out), so they are marked lost. One RPC per other session."""
-        active = [r for r in self.catalog.records(self.url) if r.state == ACTIVE]
-        if not active:
-            return []
-        running = {q.id for q in self.running()}
-        lost: list[Record] = []
-        by_session: dict[str, list[Record]] = {}
-        for record in active:
-            if record.query_id in running:
-                continue
-            by_session.setdefault(record.session_id or "", []).append(record)
-        for sid, records in by_session.items():
-            if sid == self.session_id:  # ended in this session while nobody was looking
-                for record in records:
-                    self.catalog.record_end(self.url, record.name, STOPPED, None, query_id=record.query_id)
-                continue
-            still = self._running_in(sid)
-            for record in records:
-                if still is None or record.query_id not in still:
-                    state = LOST if still is None else STOPPED
-                    self.catalog.record_end(self.url, record.name, state, None, query_id=record.query_id)
-                    if state == LOST:
-                        lost.append(record)
-        return lost
-
-    def _running_in(self, other_session: str) -> set[str] | None:
-        """The ids of the queries running in another session of this server; None when it is gone."""
-        if not other_session:
-            return None
-        try:
-            other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False)
-        except ConnectionFailed as exc:
-            if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
-                raise
-            return None
-        try:
-            return {q.id for q in other.running()}
-        finally:
-            other.close(stop_queries=False)
 
     # -- looking up -----------------------------------------------------------------------------
     def _adopt_active(self) -> list[Query]:

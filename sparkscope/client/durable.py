@@ -1,0 +1,121 @@
+"""Queries that outlive their session: what a plan needs to replay, which catalogued queries were lost,
+rejoining a session after a crash, and forgetting a record. Session's methods of the same names call these."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from ._pyspark import make_active, plan_bytes, plan_fields
+from .catalog import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
+from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
+                     ServerUnreachable, UnsupportedOperation, call)
+from .logs import log, swallowed
+from .remote import Target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .session import Session
+
+
+def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | None]:
+    """The plan to keep, and why it would not replay in another session (None when it would)."""
+    if sink == "foreach_batch":
+        return None, "its foreach_batch function is not kept"
+    try:
+        plan = plan_bytes(df)
+    except Exception:
+        log.debug("could not read the plan", exc_info=True)
+        return None, "its plan could not be read"
+    fields = plan_fields(plan)
+    temp_views: set[str] = set()
+    if any(name in ("unparsed_identifier", "query") for name, _ in fields):  # one RPC, when it reads tables
+        with swallowed("listing temporary views"):
+            rows = call(lambda: spark.sql("SHOW VIEWS").collect())
+            temp_views = {row["viewName"] for row in rows if row["isTemporary"]}
+    return plan, replay_problem(fields, temp_views)
+
+
+def forget(session: Session, name: str, *, delete_checkpoint: bool = False) -> Record:
+    """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
+    record = session.catalog.get(session.url, name)
+    if record is None:
+        raise QueryNotFound(f"No query named '{name}' in the catalog of {session.url}",
+                            "See what it holds with ss.catalog_records()", code="not_in_catalog",
+                            data={"name": name})
+    if any(q.name == name for q in session.running()):
+        raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
+                          code="query_running", data={"name": name})
+    if delete_checkpoint and record.checkpoint:
+        if not session.target.on_this_machine:
+            raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
+                                       "Delete it there; the record was kept")
+        shutil.rmtree(record.checkpoint.removeprefix("file:"), ignore_errors=True)
+    session.catalog.forget(session.url, name)
+    return record
+
+
+def find_lost(session: Session) -> list[Record]:
+    """Catalogued queries recorded as running that no longer run: their session is gone from the
+    server (restarted, or timed out), so they are marked lost. One RPC per other session."""
+    active = [r for r in session.catalog.records(session.url) if r.state == ACTIVE]
+    if not active:
+        return []
+    running = {q.id for q in session.running()}
+    lost: list[Record] = []
+    by_session: dict[str, list[Record]] = {}
+    for record in active:
+        if record.query_id in running:
+            continue
+        by_session.setdefault(record.session_id or "", []).append(record)
+    for sid, records in by_session.items():
+        if sid == session.session_id:  # ended in this session while nobody was looking
+            for record in records:
+                session.catalog.record_end(session.url, record.name, STOPPED, None, query_id=record.query_id)
+            continue
+        still = _running_in(session, sid)
+        for record in records:
+            if still is None or record.query_id not in still:
+                state = LOST if still is None else STOPPED
+                session.catalog.record_end(session.url, record.name, state, None, query_id=record.query_id)
+                if state == LOST:
+                    lost.append(record)
+    return lost
+
+
+def _running_in(session: Session, other_session: str) -> set[str] | None:
+    """The ids of the queries running in another session of this server; None when it is gone."""
+    if not other_session:
+        return None
+    from .session import Session
+
+    try:
+        other = Session.open(session.target.with_session(other_session), keepalive=0, activate=False)
+    except ConnectionFailed as exc:
+        if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
+            raise
+        return None
+    try:
+        return {q.id for q in other.running()}
+    finally:
+        other.close(stop_queries=False)
+
+
+def reattach(target: Target, *, timeout: float = 5.0) -> Session:
+    """Rejoin the most recent session this client opened on the server whose queries still run
+    (after a crash of the REPL or a script: no id to copy)."""
+    from .session import Session
+
+    server = target.with_session(None)
+    for known in Catalog().last_sessions(server.display):
+        try:
+            session = Session.open(server.with_session(known), timeout=timeout, activate=False)
+        except ConnectionFailed as exc:
+            if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
+                raise
+            continue  # that session is gone from the server
+        if session.running():
+            make_active(session.spark)
+            return session
+        session.close(stop_queries=False)
+    raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
+                           "Connect without reattaching to open a new session", code="nothing_to_reattach")

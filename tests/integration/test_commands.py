@@ -4,6 +4,7 @@ is checked here in milliseconds of client time; tests/e2e keeps what needs a pty
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pytest
@@ -118,3 +119,35 @@ def test_start_says_in_one_line_when_restart_could_not_bring_the_query_back(shel
     assert ok and err == "", err
     assert out.splitlines()[1] == ("note: :restart cannot bring joined back later: it reads data held in this "
                                    "session (a DataFrame built from a Python list or pandas)")
+
+
+def test_restart_fresh_asks_and_forget_keeps_the_checkpoint_unless_asked(shell, tmp_path):
+    out_dir = tmp_path / "out"
+    shell.run(f":start kept ss.source.rate(5) --sink parquet --path {out_dir}")
+    shell.run(":stop kept")
+    checkpoint = shell.session.catalog.get(shell.session.url, "kept").checkpoint
+    ok, out, _ = shell.run(":restart kept --fresh")  # the confirmation says no (not a terminal)
+    assert ok and out == "Nothing was changed.\n"
+    ok, out, err = shell.run(":restart kept --fresh --yes")
+    assert ok and re.fullmatch(r"Restarted kept \(id [0-9a-f]{8}\) with a new checkpoint → parquet sink, append "
+                               r"mode\n", out), (out, err)
+    assert os.path.isdir(checkpoint), "the old checkpoint was deleted"
+    ok, _, err = shell.run(":forget kept")
+    assert not ok and err == "error: kept is running. Stop it first: :stop kept.\n"
+    shell.run(":stop kept")
+    new_checkpoint = shell.session.catalog.get(shell.session.url, "kept").checkpoint
+    ok, out, _ = shell.run(":forget kept")
+    assert ok and out == f"Forgot kept; its checkpoint stays at {new_checkpoint}.\n"
+    assert os.path.isdir(new_checkpoint)
+    ok, _, err = shell.run(":restart kept")
+    assert not ok and err == "error: No query named 'kept' in the catalog of " \
+                             f"{shell.session.url}. See what it holds with :queries --all.\n"
+
+
+def test_queries_all_and_checkpoints_show_the_catalog(shell):
+    shell.run(":start listed ss.source.rate(5)")
+    shell.run(":stop listed")
+    ok, out, _ = shell.run(":queries --all")
+    assert ok and re.search(r"\| listed\s+\|( [0-9a-f]{8} \|)? stopped", out), out
+    ok, out, _ = shell.run(":checkpoints")
+    assert ok and re.search(r"\| listed-[0-9a-f]{8}\s+\| [\d.]+ (B|KiB)\s+\| \d+s\s+\| listed \(stopped\)\s+\| no", out), out

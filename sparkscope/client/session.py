@@ -330,7 +330,7 @@ class Session:
         if record.sink == "memory" and record.mode != "complete" and not fresh:
             # Spark refuses to recover a memory sink from its checkpoint outside complete mode (its rows
             # lived in the old run's driver memory anyway): such a query starts over
-            log.warning("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
+            log.info("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
                         "it starts over with a new one", name, record.mode)
             fresh = True
         # checked when it first started: the plan, its mode and sink are not analysed again

@@ -94,12 +94,20 @@ def test_a_plan_that_cannot_replay_says_why_when_it_starts(ss, caplog):
 
 
 def test_another_process_restarts_what_this_one_started(ss, remote_url):
-    ss.start(ss.source.rate(5), "cat_shared").stop()
+    from pyspark.sql import functions as F
+
+    double = F.udf(lambda v: v * 2, "long")  # a Python UDF travels in the plan (pickled): it replays
+    ss.start(ss.source.rate(5).select(double("value").alias("twice")), "cat_shared").stop()
     script = textwrap.dedent("""
         import sys, sparkscope
         with sparkscope.connect(sys.argv[1]) as ss:
+            import time
             q = ss.restart("cat_shared")
-            q.process_all_available()
+            deadline = time.monotonic() + 60
+            while len(ss.peek("cat_shared", 3).rows) < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)  # polling for the UDF's first rows
+            rows = ss.peek("cat_shared", 3, order_by="twice").rows
+            assert [r[0] for r in rows] == [0, 2, 4], rows
             print("restarted", q.name, q.state, q.checkpoint)
             q.stop()
     """)

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test unit bench lint install server-stop clean
+.PHONY: run test test-cluster unit bench lint install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -28,9 +28,15 @@ install: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/sparkscope
 
+# The cluster tier (a standalone master, two workers and the Connect server) runs after the rest, in its
+# own pytest process, so that no other Spark runs beside it.
 test: $(TESTSTAMP)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --ignore=tests/cluster
+	$(BIN)/python -m pytest tests/cluster -q
+
+test-cluster: $(TESTSTAMP)
+	$(BIN)/python -m pytest tests/cluster -q
 
 unit: $(TESTSTAMP)
 	$(BIN)/python -m pytest tests/unit -q

@@ -34,7 +34,8 @@ def pyspark_local_start() -> float:
 
 
 def main() -> None:
-    from sparkscope.client.server import LocalServer, free_port
+    from sparkscope.client.processes import free_port
+    from sparkscope.client.server import LocalServer
 
     cold, warm, baseline = [], [], []
     for _ in range(RUNS):

@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 def private_server() -> Iterator[str]:
     """A fresh embedded server in a temporary home on a free port; stopped (by pid) afterwards."""
     from sparkscope.client.remote import TOKEN_ENV
-    from sparkscope.client.server import LocalServer, free_port
+    from sparkscope.client.processes import free_port
+    from sparkscope.client.server import LocalServer
 
     with tempfile.TemporaryDirectory() as home:
         server = LocalServer(Path(home))

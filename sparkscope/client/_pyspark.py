@@ -26,6 +26,7 @@ INTERNALS = (
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_listener_bus"),
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_execution_thread"),
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_lock"),
+    ("pyspark.sql.connect.client.core.ChannelBuilder", "_secure_channel"),
 )
 
 
@@ -49,6 +50,31 @@ def make_active(spark: Any) -> None:
     with SparkSession._lock:
         SparkSession._default_session = spark
     SparkSession._active_session.session = spark
+
+
+def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
+    """SparkSession.builder for `url`. With `root_certificates` (PEM), a DefaultChannelBuilder (public,
+    3.5+) whose TLS channel trusts exactly those CAs instead of gRPC's default roots, for a cluster
+    behind a TLS proxy with a private CA. Its toChannel mirrors DefaultChannelBuilder.toChannel and calls
+    ChannelBuilder._secure_channel (private, 4.3.0) so pyspark's channel options still apply."""
+    from pyspark.sql.connect.client.core import DefaultChannelBuilder
+    from pyspark.sql.connect.session import SparkSession
+
+    if root_certificates is None:
+        return SparkSession.builder.remote(url)
+
+    class TrustingChannelBuilder(DefaultChannelBuilder):
+        def toChannel(self) -> Any:  # noqa: N802 - pyspark's name
+            if not self.use_ssl:
+                return super().toChannel()  # the CA only matters for TLS
+            import grpc
+
+            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            if self.token is not None:
+                creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(self.token))
+            return self._secure_channel(self.endpoint, creds)
+
+    return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
 
 
 def keep_session_on_close(spark: Any) -> None:
@@ -117,6 +143,17 @@ class ListenerBus:
         finally:
             lock.release()
         return others
+
+    def end_server_stream(self, spark: Any) -> None:
+        """Tell the server to drop this session's listener stream, as pyspark's remove() does for the
+        last listener (StreamingQueryListenerBusCommand.remove_listener_bus_listener, public proto, via
+        SparkConnectClient.execute_command, 4.3.0). After dropped connections the server still holds
+        the old stream, and refuses a new one with INVALID_CURSOR.DISCONNECTED until it is gone."""
+        from pyspark.sql.connect import proto as pb2
+
+        command = pb2.Command()
+        command.streaming_query_listener_bus_command.remove_listener_bus_listener = True
+        spark.client.execute_command(command)
 
     def reattach(self, others: list[Any]) -> None:
         """Put back listeners that detach_all removed, once a new stream runs."""

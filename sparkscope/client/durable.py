@@ -119,3 +119,30 @@ def reattach(target: Target, *, timeout: float = 5.0) -> Session:
         session.close(stop_queries=False)
     raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
                            "Connect without reattaching to open a new session", code="nothing_to_reattach")
+
+
+SESSION_TIMEOUT_CONF = "spark.connect.session.manager.defaultSessionTimeout"
+SPARK_DEFAULT_SESSION_TIMEOUT = 3600.0  # Spark's own default, 60m
+_TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def spark_duration(text: str) -> float | None:
+    """A Spark time string ('24h', '60m', '5min', '300s'; a bare number is milliseconds for this
+    setting) in seconds, or None when it is not one."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", (text or "").lower())
+    if not match or match.group(2) not in (*_TIME_UNITS, ""):
+        return None
+    return float(match.group(1)) * _TIME_UNITS[match.group(2) or "ms"]
+
+
+def idle_timeout(session: Session) -> tuple[float, bool]:
+    """How long the server keeps a session without a client before it closes it and stops its queries:
+    (seconds, known). Not known when the server does not tell (Spark's default, 60 minutes, is assumed)."""
+    with swallowed("reading the server's session timeout"):
+        text = call(lambda: session.spark.conf.get(SESSION_TIMEOUT_CONF, None))
+        seconds = spark_duration(str(text)) if text else None
+        if seconds is not None:
+            return seconds, True
+    return SPARK_DEFAULT_SESSION_TIMEOUT, False

@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
 STALE_AFTER = 2  # failed polls in a row before the numbers are called stale
 CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
+# Seconds without any event while queries run before the live stream is checked with one call. An active
+# query reports at least every 10 s (a progress, or Spark's idle event: noDataProgressEventInterval).
+SILENT_AFTER = 25.0
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Monitor:
     """Push-based (or, as a fallback, polled) progress for every query of a session."""
 
     def __init__(self, session: Session, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
-                 poll_interval: float = 1.0, watchdog_interval: float = 0.5):
+                 poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER):
         self._session = session
         self._history_size = history_size
         self._use_listener = use_listener
@@ -96,6 +99,9 @@ class Monitor:
         self.mode = "stopped"  # listener | polling | stopped
         self.reregistered = 0
         self.stale_since: float | None = None  # when polling last got an answer, while it gets none
+        self._silent_after = silent_after
+        self._heard_at = time.monotonic()  # the live stream's last event (or the last check that it lives)
+        self._heard_at_wall = time.time()
         self.notices: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -118,18 +124,25 @@ class Monitor:
         self._thread.start()
         return self
 
-    def close(self) -> None:
+    def close(self, timeout: float = CALL_DEADLINE) -> bool:
+        """Stop listening or polling within `timeout` seconds; False when the server did not answer."""
         if self.mode == "stopped":
-            return
+            return True
+        deadline = time.monotonic() + timeout
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._thread is not None:  # it wakes at once unless a call of its own is under way
+            self._thread.join(timeout=min(1.0, timeout))
+        answered = True
         if self._listener is not None:
             listener, streams = self._listener, self._session.spark.streams
+            answered = False
             with swallowed("removing the listener"):  # pyspark waits for the event thread with no deadline
-                within(CALL_DEADLINE, lambda: streams.removeListener(listener), "removing the live event listener")
+                within(max(0.1, deadline - time.monotonic()), lambda: streams.removeListener(listener),
+                       "removing the live event listener")
+                answered = True
             self._listener = None
         self.mode = "stopped"
+        return answered
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
@@ -217,15 +230,19 @@ class Monitor:
 
         class _Listener(StreamingQueryListener):
             def onQueryStarted(self, event: Any) -> None:
+                monitor._heard()
                 monitor.on_started(str(event.id), event.name)
 
             def onQueryProgress(self, event: Any) -> None:
+                monitor._heard()
                 monitor.on_progress(Progress.from_json(json.loads(event.progress.json)))
 
             def onQueryIdle(self, event: Any) -> None:
+                monitor._heard()
                 monitor.on_idle(str(event.id))
 
             def onQueryTerminated(self, event: Any) -> None:
+                monitor._heard()
                 monitor.on_terminated(str(event.id), event.exception)
 
         listener = _Listener()
@@ -240,35 +257,100 @@ class Monitor:
         self._listener = listener
         return True
 
+    def _register_again(self, attempts: int = 2) -> bool:
+        """Register after a break, asking the server to drop the old stream between attempts. After
+        dropped connections the server may keep the old stream's cursor and not answer a new one
+        (INVALID_CURSOR.DISCONNECTED, measured with pyspark 4.3.0); the caller then polls."""
+        for attempt in range(attempts):
+            if self._register():
+                return True
+            with swallowed("ending the server's old listener stream"):
+                within(CALL_DEADLINE, lambda: ListenerBus(self._session.spark).end_server_stream(self._session.spark),
+                       "ending the old live event stream")
+            if self._stop.wait(0.5 * (attempt + 1)):
+                return False
+        return False
+
     def _listener_healthy(self, listener: Any = None) -> bool:
         """A local check of pyspark's listener bus: our listener is on it and its event thread lives."""
         return ListenerBus(self._session.spark).healthy(listener or self._listener)
 
+    def _heard(self) -> None:
+        self._heard_at, self._heard_at_wall = time.monotonic(), time.time()
+        if self.stale_since is not None:
+            self.stale_since = None
+            self._notice("The server answers again; the numbers are live")
+
+    @property
+    def silent(self) -> bool:
+        """Listening, queries run, and no event arrived for a while: the numbers may not be current."""
+        return (self.mode == "listener" and time.monotonic() - self._heard_at > self._silent_after
+                and any(track.state == "active" for track in self.tracks()))
+
     def _watchdog(self) -> None:
         while not self._stop.wait(self._watchdog_interval):
-            if self._listener is None or self._listener_healthy():
+            if self._listener is None:
                 continue
-            bus = ListenerBus(self._session.spark)  # forget the dead stream, so adding registers anew
-            others = bus.detach_all(self._listener, timeout=CALL_DEADLINE)
-            if others is not None and self._register():
-                bus.reattach(others)
-                self.reregistered += 1
-                filled = self._backfill()
-                if self.reregistered == 1:
-                    self._notice(f"The live event stream broke; listening again (back-filled {filled} "
-                                 f"batch{'es' if filled != 1 else ''} from recent progress)")
-            else:
-                from .probe import try_probe
-
-                if try_probe(self._session.target, timeout=2) is None:
-                    self.stale_since = time.time()
-                    self._notice(f"The server at {self._session.url} went away, and its queries stopped with it",
-                                 code="server_gone")
-                else:
-                    self._notice("The live event stream broke and could not be re-opened; polling instead")
-                self.mode = "polling"
-                self._poll_loop()
+            if self._listener_healthy():
+                if self.silent:
+                    self._check_silent_stream()
+                continue
+            if not self._listen_again("broke"):
                 return
+
+    def _check_silent_stream(self) -> None:
+        """No event for a while although queries run: one call tells a quiet stream from a dead one
+        (batches the stream never delivered) and from a server that does not answer at all."""
+        try:
+            missed = within(CALL_DEADLINE, self._missed_batches, "checking the queries' progress")
+        except Exception:
+            log.debug("the silent-stream check got no answer", exc_info=True)
+            if self.stale_since is None:
+                self.stale_since = self._heard_at_wall
+                self._notice(f"The server is not answering; the numbers shown are from "
+                             f"{time.strftime('%H:%M:%S', time.localtime(self._heard_at_wall))}, not live",
+                             code="server_silent")
+            self._heard_at = time.monotonic()  # check again after another quiet spell, not at once
+            return
+        self._heard()
+        if missed:
+            self._listen_again("went silent")
+
+    def _missed_batches(self) -> bool:
+        """Whether a running query has a newer batch than the stream delivered (one RPC per query)."""
+        for query in self._session.running():
+            last = query.progress
+            track = self.track(query.id)
+            known = track.latest if track is not None else None
+            if last is not None and (known is None or last.batch_id > known.batch_id):
+                return True
+        return False
+
+    def _listen_again(self, what: str) -> bool:
+        """Open a new event stream in place of one that broke or went silent, and back-fill what it
+        missed. False when that failed (the monitor then polls)."""
+        bus = ListenerBus(self._session.spark)  # forget the dead stream, so adding registers anew
+        others = bus.detach_all(self._listener, timeout=CALL_DEADLINE)
+        if others is not None and self._register_again():
+            bus.reattach(others)
+            self.reregistered += 1
+            filled = self._backfill()
+            self._heard()
+            if self.reregistered == 1 or what != "broke":
+                self._notice(f"The live event stream {what}; listening again (back-filled {filled} "
+                             f"batch{'es' if filled != 1 else ''} from recent progress)")
+            return True
+        from .probe import try_probe
+
+        if try_probe(self._session.target, timeout=2) is None:
+            self.stale_since = time.time()
+            self._notice(f"The server at {self._session.url} went away, and its queries stopped with it",
+                         code="server_gone")
+        else:
+            self._notice(f"The live event stream {what} and could not be re-opened; polling instead")
+        self.mode = "polling"
+        self._poll_loop()
+        return False
 
     # -- seeding, back-filling and polling ---------------------------------------------------------------
     def _seed(self) -> None:

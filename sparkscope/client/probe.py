@@ -34,8 +34,10 @@ def _channel(target: Target) -> Any:
     endpoint = f"{target.host}:{target.port}"
     if not target.use_ssl and not target.token:
         return grpc.insecure_channel(endpoint)
-    # ssl_channel_credentials() trusts GRPC_DEFAULT_SSL_ROOTS_FILE_PATH when set, as pyspark's channel does
-    creds = grpc.local_channel_credentials() if target.token_in_clear else grpc.ssl_channel_credentials()
+    # without a ca_file, ssl_channel_credentials() trusts GRPC_DEFAULT_SSL_ROOTS_FILE_PATH when set, as
+    # pyspark's channel does
+    creds = (grpc.local_channel_credentials() if target.token_in_clear
+             else grpc.ssl_channel_credentials(root_certificates=target.root_certificates()))
     if target.token:
         creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(target.token))
     return grpc.secure_channel(endpoint, creds)
@@ -80,13 +82,19 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     if target.needs_tls and port_open(target.host, target.port, timeout=1):
         why = ("a token is sent only over TLS, except to host 'localhost'" if not target.use_ssl
                else "use_ssl=true was asked for")
-        if "certificate" in details.lower() or "CERTIFICATE_VERIFY_FAILED" in details:
+        # (a plaintext peer also mentions a "certificate verification context": not this case)
+        if "CERTIFICATE_VERIFY_FAILED" in details.upper() and "WRONG_VERSION_NUMBER" not in details:
             return ConnectionFailed(f"The TLS certificate of {where} is not trusted",
-                                    "Point GRPC_DEFAULT_SSL_ROOTS_FILE_PATH at the CA bundle that signed it",
+                                    "Trust the CA that signed it: ca_file = \"/path/ca.pem\" in the profile, or "
+                                    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=/path/ca.pem", code="tls_untrusted",
                                     error_class=str(code))
         return ConnectionFailed(f"The TLS handshake with {where} failed ({why})",
                                 "If the server speaks plaintext, connect to sc://localhost:PORT on this machine, "
                                 "or put a TLS proxy in front of it",
+                                error_class=str(code))
+    if code == grpc.StatusCode.UNAVAILABLE and not target.use_ssl and port_open(target.host, target.port, timeout=1):
+        return ConnectionFailed(f"{where} closed the connection without answering: it may expect TLS",
+                                "Add ;use_ssl=true to the URL if it does", code="plaintext_refused",
                                 error_class=str(code))
     return ConnectionFailed(f"Cannot reach a Spark Connect server at {where}",
                             "Check the URL and that the server is running (sparkscope server status)",

@@ -37,6 +37,20 @@ class Target:
     # find it again without ever printing it; `profile` names the profile that chose this target.
     token_source: str | None = None
     profile: str | None = None
+    # A PEM file of the CAs to trust for TLS (profile key ca_file); None: gRPC's default roots, which
+    # GRPC_DEFAULT_SSL_ROOTS_FILE_PATH replaces for the whole process.
+    ca_file: str | None = None
+
+    def root_certificates(self) -> bytes | None:
+        if not self.ca_file:
+            return None
+        path = Path(self.ca_file).expanduser()
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"Cannot read the CA file {path} ({exc.strerror})",
+                              "Fix ca_file in the profile: a PEM file of the CA that signed the server's "
+                              "certificate", code="bad_ca_file", data={"path": str(path)}) from None
 
     def __post_init__(self) -> None:
         if self.token:
@@ -188,6 +202,7 @@ def resolve(
         validate_session_id(session_id)
     return replace(target, token=chosen_token or None, token_source=token_source,
                    profile=profile_name if profile_data else None,
+                   ca_file=str(profile_data["ca_file"]) if profile_data.get("ca_file") else None,
                    session_id=session_id or target.session_id)
 
 

@@ -6,13 +6,11 @@ It runs as its own process (so queries outlive the REPL and a later REPL can rea
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,10 +18,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cluster import Cluster, start_cluster
 from .errors import ServerError
 from .logs import log as logger
 from .paths import private_dir, server_config_dir, state_dir, write_private
 from .probe import port_open, try_probe
+from .processes import is_ours, kill, listens_on, next_free_port, usable
 from .remote import DEFAULT_PORT, TOKEN_ENV, Target, local_target
 from .secrets import remember_secret
 
@@ -33,7 +33,6 @@ STATE_FILE = "server.json"
 TOKEN_FILE = "token"
 LOG_FILE = "server.log"
 MIN_JAVA = 17
-START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's record of the process start
 # Lines after which the server will never answer: say why at once instead of waiting out the timeout.
 _FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
                     r"Failed to bind|Could not parse Master URL|NumberFormatException|INVALID_CONF_VALUE|"
@@ -51,6 +50,7 @@ class ServerInfo:
     startup_seconds: float | None = None
     token: str | None = field(default=None, repr=False)
     ready: bool = False
+    cluster: Cluster | None = None  # the standalone master and workers it runs on (--workers N)
 
     @property
     def auth(self) -> bool:
@@ -122,79 +122,13 @@ def java_version(java: str | None = None) -> int:
     return major
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours counts as gone
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
-def _process_start(pid: int) -> float | None:
-    """When the kernel started `pid`, as a Unix time (Linux /proc), or None when unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-        ticks = int(fields[19])  # field 22 of stat: start time in clock ticks after boot
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on TCP `port` (any address), from /proc/net/tcp{,6}."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                cols = line.split()
-                if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                    inodes.add(cols[9])
-    return inodes
-
-
-def _listens_on(pid: int, port: int) -> bool:
-    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
-    if not wanted:
-        return False
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                return True
-    return False
-
-
 def _is_our_server(info: ServerInfo) -> bool:
     """True only when the pid file's process is the server this state dir started: alive, ours (same
     user), the Connect server class with our port on its command line, started when we recorded it,
     and, once it has answered, listening on that port. A reused pid or a decoy fails one of these."""
-    pid = info.pid
-    if not _pid_alive(pid):
+    if not is_ours(info.pid, info.started_at, [SERVER_CLASS, f"spark.connect.grpc.binding.port={info.port}"]):
         return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        owner = os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return not Path("/proc/self").exists()  # no /proc (macOS): trust the pid file
-    if owner != os.getuid() or SERVER_CLASS not in cmdline:
-        return False
-    if f"spark.connect.grpc.binding.port={info.port} " not in cmdline + " ":
-        return False
-    started = _process_start(pid)
-    if started is not None and abs(started - info.started_at) > START_TIME_SLACK:
-        return False
-    return not info.ready or _listens_on(pid, info.port)
+    return not info.ready or not Path("/proc/self").exists() or listens_on(info.pid, info.port)
 
 
 class LocalServer:
@@ -241,14 +175,16 @@ class LocalServer:
             data = json.loads(self.state_path.read_text())
             return ServerInfo(pid=int(data["pid"]), port=int(data["port"]), started_at=float(data["started_at"]),
                               log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
-                              token=self.token() if data.get("auth") else None)
+                              token=self.token() if data.get("auth") else None,
+                              cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def _write_state(self, info: ServerInfo) -> None:
         write_private(self.state_path, json.dumps({
             "pid": info.pid, "port": info.port, "started_at": info.started_at, "log": str(info.log),
-            "auth": info.auth, "ready": info.ready}))
+            "auth": info.auth, "ready": info.ready,
+            "cluster": info.cluster.to_json() if info.cluster else None}))
 
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
@@ -260,6 +196,8 @@ class LocalServer:
         if info is None:
             return None
         if not _is_our_server(info):
+            if info.cluster is not None:  # the server died: its cluster goes with it
+                info.cluster.stop(grace=5)
             self._clear_state()
             return None
         return info
@@ -297,8 +235,14 @@ class LocalServer:
         timeout: float = 180.0,
         on_wait: Callable[[float], None] | None = None,
         require_token: bool = True,
+        workers: int = 0,
+        worker_cores: int | None = None,
+        worker_memory: str = "2g",
     ) -> ServerInfo:
         """Start the server, or reuse the one already running. Waits until it answers an RPC.
+
+        With `workers`, it runs on a standalone cluster of this machine (a master and that many
+        workers, Spark's own classes from the wheel) instead of local mode; `server stop` stops all.
 
         The server always requires a token unless require_token=False: the one given (argument,
         --conf spark.connect.authenticate.token, SPARK_CONNECT_AUTHENTICATE_TOKEN) or a random one.
@@ -317,6 +261,9 @@ class LocalServer:
                     f"The local server is already running on port {existing.port}",
                     "Stop it first (sparkscope server stop) to start one on another port",
                 )
+            if workers and existing.cluster is None:
+                raise ServerError("The local server is already running in local mode",
+                                  "Stop it first (sparkscope server stop) to start it on a cluster")
             existing.version = self._wait_ready(existing, None, timeout, on_wait)
             existing.reused = True
             return existing
@@ -331,20 +278,26 @@ class LocalServer:
                                "port %d (sparkscope --port N picks one)", DEFAULT_PORT, port)
         if not 0 < port < 65536:
             raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
-        if not _usable(port):
+        if not usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         java_version()
         env = dict(os.environ)
         env.update({
             "SPARK_HOME": str(pyspark_home()),
             "SPARK_CONF_DIR": str(server_config_dir()),
+            # the driver, and every executor of a cluster, run Python UDFs with this interpreter
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_LOCAL_IP": env.get("SPARK_LOCAL_IP", "127.0.0.1"),
         })
         env.pop(TOKEN_ENV, None)
+        cluster = None
+        if workers:
+            cluster = start_cluster(self.home, workers, cores=worker_cores, memory=worker_memory, env=env,
+                                    timeout=timeout, on_wait=on_wait)
+            master = cluster.master_url
         if token:
-            env[TOKEN_ENV] = token
+            env[TOKEN_ENV] = token  # the server's alone: the master and workers never see it
         private_dir(self.checkpoint_root)  # checkpoints hold the user's data and state
         private_dir(self.warehouse)
         self.token_path.unlink(missing_ok=True)
@@ -358,14 +311,21 @@ class LocalServer:
             proc = subprocess.Popen(self.command(port, master, conf), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                     umask=0o077)  # what the server writes is the user's alone
+        except BaseException:
+            if cluster is not None:
+                cluster.stop(grace=5)
+            raise
         finally:
             log.close()
-        info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token)
+        info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
+                          cluster=cluster)
         self._write_state(info)
         try:
             info.version = self._wait_ready(info, token, timeout, on_wait, proc)
         except BaseException:
-            self._kill(proc.pid, grace=5)
+            kill(proc.pid, grace=5)
+            if cluster is not None:
+                cluster.stop(grace=5)
             self._clear_state()
             raise
         info.ready = True
@@ -434,38 +394,16 @@ class LocalServer:
 
     # -- stop -----------------------------------------------------------------------------------
     def stop(self, grace: float = 20.0) -> ServerInfo | None:
-        """Stop the server we started (by pid): SIGTERM, then SIGKILL after `grace` seconds."""
+        """Stop the server we started (by pid): SIGTERM, then SIGKILL after `grace` seconds; then its
+        cluster's workers and master, if it has one."""
         info = self.running()
         if info is None:
             return None
-        self._kill(info.pid, grace)
+        kill(info.pid, grace)
+        if info.cluster is not None:
+            info.cluster.stop(grace)
         self._clear_state()
         return info
-
-    @staticmethod
-    def _kill(pid: int, grace: float) -> None:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            raise ServerError(f"Process {pid} belongs to another user; not stopping it",
-                              "Stop the server as the user who started it") from None
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            _reap(pid)
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.1)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        for _ in range(50):
-            _reap(pid)
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.1)
 
     # -- logs -----------------------------------------------------------------------------------
     def log_lines(self, follow: bool = False, last: int = 200) -> Iterator[str]:
@@ -495,40 +433,3 @@ def _cause(lines: list[str]) -> str:
     text = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", text)  # the Java class name
     text = re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+", "", text)  # Spark's error class and SQLSTATE
     return text[:240]
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _usable(port: int) -> bool:
-    return not port_open("127.0.0.1", port, timeout=0.3) and _port_free(port)
-
-
-def next_free_port(preferred: int, tries: int = 50) -> int:
-    """`preferred` if nothing listens there, else the next port up that is free (then any free one)."""
-    for port in range(preferred, min(preferred + tries, 65536)):
-        if _usable(port):
-            return port
-    return free_port()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

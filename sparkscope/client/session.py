@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, session_id, user_id)
+from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, session_builder,
+                       session_id, user_id)
 from . import durable
 from .catalog import FAILED, STOPPED, Catalog, Record
 from .deadline import within
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 KEEPALIVE_SECONDS = 300.0
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
-CLOSE_DEADLINE = 10.0
+CLOSE_DEADLINE = 10.0  # seconds for close() in all: listener, stopping queries, releasing
 CHECK_DEADLINE = 5.0
 # Set in every session sparkscope opens: a session id the server does not know comes back without it.
 SESSION_MARKER = "sparkscope.session.opened"
@@ -73,13 +74,17 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
 
 def connect(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
             session_id: str | None = None, start_server: bool = True, timeout: float = 5.0,
-            server_home: Path | None = None, keepalive: float = KEEPALIVE_SECONDS) -> Session:
+            server_home: Path | None = None, keepalive: float = KEEPALIVE_SECONDS,
+            ca_file: str | None = None) -> Session:
     """Connect to Spark: `remote` URL > SPARK_REMOTE > profile > the embedded local server.
 
-    Fails within `timeout` seconds when the server cannot be reached.
+    `ca_file`: a PEM file of the CAs to trust for TLS (`;use_ssl=true`), instead of the profile's
+    `ca_file` or gRPC's default roots. Fails within `timeout` seconds when the server cannot be reached.
     """
     target = resolve_target(remote, token=token, profile=profile, session_id=session_id,
                             start_server=start_server, server_home=server_home)
+    if ca_file:
+        target = replace(target, ca_file=ca_file)
     return Session.open(target, timeout=timeout, keepalive=keepalive)
 
 
@@ -117,10 +122,9 @@ class Session:
         # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         from pyspark.sql.connect.client.retries import RetryPolicy
-        from pyspark.sql.connect.session import SparkSession
 
         with translated():
-            spark = SparkSession.builder.remote(target.url(with_token=True)).create()
+            spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
         # pyspark retries a lost server for ~20 minutes; an interactive tool should give up in seconds.
         spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
                                                      backoff_multiplier=2.0)])
@@ -281,6 +285,11 @@ class Session:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
         return durable.forget(self, name, delete_checkpoint=delete_checkpoint)
 
+    def idle_timeout(self) -> tuple[float, bool]:
+        """(seconds, known): how long the server keeps this session, and its queries, once no client
+        calls it; assumed to be Spark's default 60 minutes when the server does not say."""
+        return durable.idle_timeout(self)
+
     def lost_queries(self) -> list[Record]:
         """Catalogued queries recorded as running that no longer run because their session is gone from
         the server (restarted, or timed out): marked lost, and returned. One RPC per other session."""
@@ -395,6 +404,13 @@ class Session:
             raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
+    def _live_monitor(self) -> Monitor | None:
+        """The monitor, while its event stream is heard from; None means: ask the server."""
+        monitor = self._monitor
+        if monitor is None or monitor.mode != "listener" or monitor.silent:
+            return None
+        return monitor
+
     def queries(self, all: bool = False) -> list[QueryInfo]:  # noqa: A002 - the word users expect
         """Every query of this session: active ones and those that stopped or failed (until reset).
 
@@ -405,7 +421,7 @@ class Session:
         active = {q.id for q in self._adopt_active()}
         with self._lock:
             known = list(self._queries.values())
-        monitor = self._monitor if self._monitor is not None and self._monitor.mode == "listener" else None
+        monitor = self._live_monitor()
         infos = []
         for query in known:
             track = monitor.track(query.id) if monitor and query.id in active else None
@@ -433,7 +449,7 @@ class Session:
     def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
         """The progress of the query's last `last` batches (or of its latest one): from the monitor when
         it listens (no RPC), otherwise one call to the server."""
-        monitor = self._monitor if self._monitor is not None and self._monitor.mode == "listener" else None
+        monitor = self._live_monitor()
         history = monitor.history(query.id) if monitor is not None else []
         if not history:
             history = query.history if last else [p for p in [query.progress] if p is not None]
@@ -574,21 +590,32 @@ class Session:
                 self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
 
     def close(self, stop_queries: bool = True) -> None:
-        """Stop this session's queries and release it; with stop_queries=False leave both running."""
+        """Stop this session's queries and release it; with stop_queries=False leave both running.
+
+        Within CLOSE_DEADLINE seconds in all, also on a frozen network: once a step gets no answer,
+        the server is not answering, and the remaining calls are abandoned instead of each waiting."""
         if self._closed:
             return
         self._closed = True
         self._stop_keepalive.set()
-        if self._monitor is not None:
-            self._monitor.close()
-        # A frozen network must not hold the caller: each step gets a deadline and is then abandoned.
-        if stop_queries:
-            with contextlib.suppress(SparkscopeError):
-                within(CLOSE_DEADLINE, self.stop_all, "stopping the session's queries")
-        else:
+        deadline = time.monotonic() + CLOSE_DEADLINE
+        answered = self._monitor.close(timeout=CLOSE_DEADLINE / 2) if self._monitor is not None else True
+        if not stop_queries:
             keep_session_on_close(self.spark)
-        with swallowed("releasing the session"):
-            within(CLOSE_DEADLINE, self.spark.stop, "releasing the session")
+        steps: list[tuple[Callable[[], object], str]] = (
+            [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
+        steps.append((self.spark.stop, "releasing the session"))
+        for step, what in steps:
+            left = deadline - time.monotonic()
+            if not answered or left <= 0:
+                log.info("abandoned %s: the server did not answer", what)
+                return
+            try:
+                within(left, step, what)
+            except DeadlineExceeded:
+                answered = False
+            except Exception:
+                log.debug("%s failed", what, exc_info=True)
 
 
 def _sink_of(handle: Any) -> str:

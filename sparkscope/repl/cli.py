@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rejoin your most recent session on the server whose queries still run")
     parser.add_argument("--port", type=_port, metavar="N",
                         help="port of the embedded local server (default 15002, or the next free one)")
-    parser.add_argument("-c", dest="commands", metavar="TEXT",
-                        help="run these commands/Python lines (';' or newline separated) and exit")
+    parser.add_argument("-c", dest="commands", metavar="TEXT", action="append",
+                        help="run these commands/Python lines (';' or newline separated) and exit; repeatable, "
+                             "like psql's -c, each in order")
     parser.add_argument("-f", dest="file", metavar="FILE", help="run a script of commands and Python, then exit")
     parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
     parser.add_argument("--format", choices=("table", "json", "vertical"), default="table",
@@ -83,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="then restart, from their checkpoints, the catalogued queries that were running on it")
     start.add_argument("--no-token", action="store_true",
                        help="let any local user connect without a token (not recommended)")
+    start.add_argument("--workers", type=_workers, default=0, metavar="N",
+                       help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
+                            "classes, everything on 127.0.0.1), instead of local mode")
+    start.add_argument("--worker-cores", type=_workers, default=None, metavar="N",
+                       help="cores per worker (default: this machine's cores shared among the workers)")
+    start.add_argument("--worker-memory", default="2g", metavar="SIZE",
+                       help="memory per worker for its executor (default 2g)")
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started")
     stop.add_argument("--grace", type=_seconds, default=20.0, help="seconds before SIGKILL (default 20)")
     actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path")
@@ -92,6 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
     return parser
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 16:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number from 1 to 16")
+    return value
 
 
 def _port(text: str) -> int:
@@ -215,9 +233,13 @@ def server_main(args) -> int:
         if args.no_token:
             print("warning: --no-token lets every user of this machine run code as you through the server",
                   file=sys.stderr)
+        if args.workers and args.master != "local[*]":
+            raise ConfigError("--workers starts its own cluster, so --master cannot be given with it",
+                              "Leave out one of them")
         started = server.start(port=args.port, master=args.master,
                                conf=key_values(args.conf, "--conf spark.some.key=value"), timeout=args.timeout,
-                               on_wait=waiting, require_token=not args.no_token)
+                               on_wait=waiting, require_token=not args.no_token, workers=args.workers,
+                               worker_cores=args.worker_cores, worker_memory=args.worker_memory)
         if tty:
             sys.stderr.write("\r" + " " * 50 + "\r")
         auth = "token required" if started.auth else "no token"
@@ -228,6 +250,9 @@ def server_main(args) -> int:
             print(f"Spark Connect server started in {started.startup_seconds:.1f}s: {started.url} "
                   f"(pid {started.pid}, Spark {started.version}, {auth})")
             print(f"log: {started.log}")
+        if started.cluster is not None:
+            print(f"cluster: {started.cluster.master_url} with {len(started.cluster.workers)} workers "
+                  f"(master UI {started.cluster.webui})")
         return _restore(started) if args.restore else 0
     if args.action == "token":
         info = server.running()
@@ -244,6 +269,9 @@ def server_main(args) -> int:
         # Spark Connect lists only the caller's own session's queries, so name what ended in general terms
         print(f"Stopped the Spark Connect server (pid {info.pid}): the streaming queries of every session on it "
               "have ended." if info else "No local server is running.")
+        if info is not None and info.cluster is not None:
+            pids = ", ".join(str(member.pid) for member in info.cluster.members)
+            print(f"Stopped its cluster: the master and {len(info.cluster.workers)} workers (pids {pids}).")
         return 0
     if args.action == "status":
         info = server.status()
@@ -254,6 +282,7 @@ def server_main(args) -> int:
                 if info.auth else "off: any local user can connect (started with --no-token)")
         rows = [("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", _human(info.uptime)),
                 ("spark", info.version or "not answering"), ("auth", auth), ("log", info.log)]
+        rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", "local[*]")]
         for key, value in rows:
             print(f"{key:<7} {value}")
         return 0
@@ -265,6 +294,26 @@ def server_main(args) -> int:
             pass
         return 0
     return 1  # pragma: no cover - argparse enforces the choices
+
+
+def _cluster_rows(cluster) -> list[tuple[str, object]]:
+    """The master and each worker: pid, and the cores and memory the master says it has."""
+    rows: list[tuple[str, object]] = [("master", f"{cluster.master_url} (pid {cluster.master.pid}, "
+                                                 f"UI {cluster.webui})")]
+    try:
+        known = cluster.worker_status()
+    except OSError:
+        known = []
+    for index, member in enumerate(cluster.workers):
+        state = "stopped" if not member.alive() else "not registered"
+        detail = ""
+        w = cluster.status_of(member, known)
+        if w is not None:
+            state = w.state.lower()
+            detail = (f", {w.cores} cores ({w.cores_used} used), {w.memory_mb / 1024:.1f} GiB "
+                      f"({w.memory_used_mb / 1024:.1f} used)")
+        rows.append((f"worker{index + 1}", f"pid {member.pid}, {state}{detail}"))
+    return rows
 
 
 # -- REPL ----------------------------------------------------------------------------------------------
@@ -372,7 +421,7 @@ def batch_main(args) -> int:
         if args.init:
             ok = _run_file(executor, args.init) and ok
         if args.commands is not None:
-            for item in split_commands(args.commands):
+            for item in (item for text in args.commands for item in split_commands(text)):
                 ok = executor.run(item.strip()) and ok
                 if executor.exit_requested:
                     break

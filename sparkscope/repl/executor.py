@@ -25,11 +25,11 @@ from . import catalog_commands as _catalog_commands  # noqa: F401 - registers th
 from . import commands as _commands  # noqa: F401 - registers the colon commands
 from .registry import REGISTRY, Runs, UsageError
 from .hints import repl_hint
-from .render import error_json, error_line, render, to_json, value_json
+from .render import age, error_json, error_line, render, to_json, value_json
 from .terminal import command_name, page, reattach_command
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
-LEAVE_DEADLINE = 10.0
+LEAVE_DEADLINE = 5.0
 COMMAND_TIMEOUT = 300.0  # default deadline of a colon command; [repl] command_timeout, 0 = none
 SLOW_NOTICE = 2.0
 STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
@@ -410,7 +410,7 @@ class Executor:
         message: str | None
         if running and detach:
             message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
-                       f"Reattach with: {self.reattach_command()}")
+                       f"Reattach with: {self.reattach_command()}\n{idle_timeout_warning(session)}")
             session.close(stop_queries=False)
         else:  # nothing to leave running, or the user chose to stop it
             session.close(stop_queries=True)
@@ -433,6 +433,15 @@ class Executor:
             (f", {memory / 2**20:.0f} MiB" if memory else "")
         return (f"The embedded Spark Connect server keeps running (pid {info.pid}{held}); "
                 f"stop it with: {command_name()} server stop")
+
+
+def idle_timeout_warning(session: Any) -> str:
+    """One line: when the server will stop the queries of the session just left, and what to do."""
+    seconds, known = session.idle_timeout()
+    after = age(seconds) if known else f"{age(seconds)} (Spark's default; this server did not say)"
+    return (f"warning: the server stops them once the session has had no client for {after}. Reattach before "
+            f"then, keep a sparkscope attached, or raise spark.connect.session.manager.defaultSessionTimeout "
+            f"on the server.")
 
 
 class _Leave:

@@ -24,6 +24,12 @@ def test_c_runs_python_and_commands_with_exact_table_output(remote_url):
     assert "\x1b[" not in result.stdout  # a pipe gets plain text
 
 
+def test_c_given_twice_runs_both_in_order(remote_url):
+    result = run("--remote", remote_url, "-c", "x = 6", "-c", "x * 7")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "42"
+
+
 def test_format_json_is_one_object_per_command(remote_url):
     result = run("--remote", remote_url, "--format", "json", "-c",
                  ":sql select 1 as a, 'x' as b; :conf spark.sql.shuffle.partitions")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import sparkscope
-from sparkscope.client.server import LocalServer, free_port
+from sparkscope.client.processes import free_port
+from sparkscope.client.server import LocalServer
 from sparkscope.client.session import Session
 from sparkscope.repl.executor import Executor
 from tests.helpers import run_sparkscope, wait_for

@@ -165,3 +165,76 @@ def test_polling_says_when_the_numbers_are_no_longer_live(sandbox, server):
         finally:
             proxy.thaw()
             ss.close()
+
+
+def _through_proxy(sandbox, proxy):
+    import sparkscope
+
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    return sparkscope.connect(f"sc://localhost:{proxy.port}/;token={token}")
+
+
+def test_a_frozen_network_is_noticed_by_the_listener_and_missed_batches_are_back_filled(sandbox, server):
+    """Listening, the stream goes quiet while a query runs: one call tells a frozen server (the numbers
+    are called stale, with their time) from a live one; afterwards the monitor catches up."""
+    from tests.netproxy import Proxy
+
+    with Proxy(server.port) as proxy:
+        ss = _through_proxy(sandbox, proxy)
+        try:
+            live = Monitor(ss, silent_after=2).start()
+            assert live.mode == "listener"
+            seen = Recorder()
+            live.subscribe(seen)
+            query = ss.start(ss.source.rate(5), "mon_frozen", trigger="200 milliseconds")
+            wait_for(lambda: live.history("mon_frozen"), what="a pushed batch")
+            proxy.freeze()
+            wait_for(lambda: live.stale_since is not None, timeout=60, what="the not-answering notice")
+            notices = [e for e in seen.events if e.kind == "notice"]
+            assert notices[-1].code == "server_silent"
+            assert notices[-1].message.startswith("The server is not answering; the numbers shown are from ")
+            assert notices[-1].message.endswith(", not live")
+            assert ss._live_monitor() is None  # :queries asks the server instead of showing the cache
+            proxy.thaw()
+            wait_for(lambda: live.stale_since is None, timeout=60, what="the live-again notice")
+            target = query.progress.batch_id
+            wait_for(lambda: live.track("mon_frozen").latest.batch_id >= target, timeout=60,
+                     what="the monitor catching up with the batches the freeze hid")
+            assert query.is_active
+            messages = [e.message for e in seen.events if e.kind == "notice"]
+            assert "The server answers again; the numbers are live" in messages
+            live.close()
+        finally:
+            proxy.thaw()
+            ss.stop_all()
+            ss.close()
+
+
+def test_dropped_connections_reconnect_and_no_query_stops(sandbox, server):
+    """Every TCP connection is cut (a router restart): the next call reconnects, the monitor keeps
+    the numbers current (listening again, or polling when the server will not open a new stream, and
+    it says which), and the query never stopped."""
+    from tests.netproxy import Proxy
+
+    with Proxy(server.port) as proxy:
+        ss = _through_proxy(sandbox, proxy)
+        try:
+            live = Monitor(ss, silent_after=2).start()
+            query = ss.start(ss.source.rate(5), "mon_dropped", trigger="200 milliseconds")
+            wait_for(lambda: live.history("mon_dropped"), what="a pushed batch")
+            before = live.track("mon_dropped").latest.batch_id
+            proxy.drop()
+            # the very next call succeeds: pyspark's retries reconnect
+            assert [q.name for q in ss.queries() if q.state == "active"] == ["mon_dropped"]
+            wait_for(lambda: live.track("mon_dropped").latest.batch_id > before + 5, timeout=60,
+                     what="new batches seen by the monitor after the drop")
+            assert query.is_active
+            notice = live.notices[-1]
+            if live.mode == "listener":
+                assert notice.startswith("The live event stream broke; listening again (back-filled "), notice
+            else:
+                assert notice == "The live event stream broke and could not be re-opened; polling instead"
+            live.close()
+        finally:
+            ss.stop_all()
+            ss.close()

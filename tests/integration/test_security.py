@@ -23,7 +23,8 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed
-from sparkscope.client.server import LocalServer, free_port
+from sparkscope.client.processes import free_port
+from sparkscope.client.server import LocalServer
 from tests.helpers import sparkscope_bin
 from tests.netproxy import Proxy
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
-from sparkscope.client.server import LocalServer, free_port
+from sparkscope.client.processes import free_port
+from sparkscope.client.server import LocalServer
 from tests.helpers import sparkscope_bin
 
 

@@ -18,8 +18,12 @@ def _pinned_pyspark() -> str:
     return text.split('"pyspark[connect]==', 1)[1].split('"', 1)[0]
 
 
+def _spark_services() -> dict:
+    return {name: s for name, s in _compose()["services"].items() if name != "spark-connect-tls"}
+
+
 def test_every_service_uses_the_image_of_the_pinned_spark_version():
-    services = _compose()["services"]
+    services = _spark_services()
     assert set(services) == {"spark-master", "spark-worker-1", "spark-worker-2", "spark-connect"}
     for service in services.values():
         assert service["image"] == f"apache/spark:{_pinned_pyspark()}"
@@ -44,7 +48,23 @@ def test_only_the_connect_port_is_published_and_only_on_loopback():
     services = _compose()["services"]
     published = {name: s.get("ports", []) for name, s in services.items()}
     assert published.pop("spark-connect") == ["127.0.0.1:15002:15002"]
+    assert published.pop("spark-connect-tls") == ["${SPARKSCOPE_TLS_BIND:-127.0.0.1}:15443:443"]
     assert all(not ports for ports in published.values())
+
+
+def test_the_optional_tls_proxy_passes_grpc_over_http2_to_the_connect_server():
+    tls = _compose()["services"]["spark-connect-tls"]
+    assert tls["image"].startswith("nginx:") and tls["profiles"] == ["tls"]  # official image, opt-in
+    assert tls["depends_on"] == ["spark-connect"]
+    conf_mount = next(m for m in tls["volumes"] if m.endswith(":/etc/nginx/nginx.conf:ro"))
+    conf = (ROOT / conf_mount.split(":")[0]).read_text()
+    assert "listen 443 ssl;" in conf and "http2 on;" in conf  # gRPC clients insist on ALPN h2
+    connect = _compose()["services"]["spark-connect"]["command"]
+    port = connect[connect.index("--conf", connect.index("spark.connect.grpc.binding.address=0.0.0.0") - 1) + 3]
+    assert port == "spark.connect.grpc.binding.port=15002"
+    assert "grpc_pass grpc://spark-connect:15002;" in conf
+    assert "ssl_certificate     /etc/nginx/certs/server.crt;" in conf
+    assert "./certs:/etc/nginx/certs:ro" in tls["volumes"]
 
 
 def test_server_config_binds_loopback_and_keeps_sessions_and_state_for_streaming():

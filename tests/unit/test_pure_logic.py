@@ -302,3 +302,11 @@ def test_a_sql_syntax_error_loses_spark_position_noise():
 
     err = translate(ParseException("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'. SQLSTATE: 42601 (line 1, pos 0)"))
     assert str(err) == "Syntax error at or near 'SELEC'. Check the SQL or DDL syntax."
+
+
+@pytest.mark.parametrize("text, seconds", [("24h", 86400.0), ("60m", 3600.0), ("5min", 300.0), ("300s", 300.0),
+                                           ("90000", 90.0), ("1d", 86400.0), ("soon", None), ("", None)])
+def test_spark_durations_as_the_session_timeout_is_written(text, seconds):
+    from sparkscope.client.durable import spark_duration
+
+    assert spark_duration(text) == seconds

@@ -1,0 +1,150 @@
+"""Processes and ports of this machine (Linux /proc): whether a pid is still the process we started,
+stopping it, and finding a free port on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+from .errors import ServerError
+from .probe import port_open
+
+START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's record of the process start
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def _process_start(pid: int) -> float | None:
+    """When the kernel started `pid`, as a Unix time (Linux /proc), or None when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        ticks = int(fields[19])  # field 22 of stat: start time in clock ticks after boot
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP `port` (any address), from /proc/net/tcp{,6}."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                cols = line.split()
+                if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(cols[9])
+    return inodes
+
+
+def listens_on(pid: int, port: int) -> bool:
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+    return False
+
+
+def is_ours(pid: int, started_at: float, needles: list[str]) -> bool:
+    """The process `pid` is alive, runs as this user, has every needle on its command line, and was
+    started when we recorded it: a reused pid or a decoy fails one of these. Without /proc (macOS),
+    the pid file is trusted."""
+    if not _pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace") + " "
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return not Path("/proc/self").exists()
+    if owner != os.getuid() or not all(needle + " " in cmdline for needle in needles):
+        return False
+    started = _process_start(pid)
+    return started is None or abs(started - started_at) <= START_TIME_SLACK
+
+
+def kill(pid: int, grace: float) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; a pid of another user is a ServerError."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        raise ServerError(f"Process {pid} belongs to another user; not stopping it",
+                          "Stop the server as the user who started it") from None
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _pid_alive(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        _reap(pid)
+        if not _pid_alive(pid):
+            return
+        time.sleep(0.1)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def usable(port: int) -> bool:
+    return not port_open("127.0.0.1", port, timeout=0.3) and _port_free(port)
+
+
+def next_free_port(preferred: int, tries: int = 50) -> int:
+    """`preferred` if nothing listens there, else the next port up that is free (then any free one)."""
+    for port in range(preferred, min(preferred + tries, 65536)):
+        if usable(port):
+            return port
+    return free_port()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def usable_port() -> int:
+    """A port nothing listens on, for a process we are about to start."""
+    return next_free_port(free_port())

@@ -36,7 +36,8 @@ STALE_AFTER = 2  # failed polls in a row before the numbers are called stale
 CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
 # Seconds without any event while queries run before the live stream is checked with one call. An active
 # query reports at least every 10 s (a progress, or Spark's idle event: noDataProgressEventInterval).
-SILENT_AFTER = 25.0
+SILENT_AFTER = 15.0
+CHECK_DEADLINE = 3.0  # seconds for the one call that checks a silent stream
 
 
 @dataclass(frozen=True)
@@ -257,19 +258,14 @@ class Monitor:
         self._listener = listener
         return True
 
-    def _register_again(self, attempts: int = 2) -> bool:
-        """Register after a break, asking the server to drop the old stream between attempts. After
-        dropped connections the server may keep the old stream's cursor and not answer a new one
+    def _register_again(self) -> bool:
+        """Register after a break, once the server has been asked to drop the old stream. After dropped
+        connections the server may keep the old stream's cursor and never answer a new registration
         (INVALID_CURSOR.DISCONNECTED, measured with pyspark 4.3.0); the caller then polls."""
-        for attempt in range(attempts):
-            if self._register():
-                return True
-            with swallowed("ending the server's old listener stream"):
-                within(CALL_DEADLINE, lambda: ListenerBus(self._session.spark).end_server_stream(self._session.spark),
-                       "ending the old live event stream")
-            if self._stop.wait(0.5 * (attempt + 1)):
-                return False
-        return False
+        with swallowed("ending the server's old listener stream"):
+            within(CHECK_DEADLINE, lambda: ListenerBus(self._session.spark).end_server_stream(self._session.spark),
+                   "ending the old live event stream")
+        return self._register()
 
     def _listener_healthy(self, listener: Any = None) -> bool:
         """A local check of pyspark's listener bus: our listener is on it and its event thread lives."""
@@ -302,7 +298,7 @@ class Monitor:
         """No event for a while although queries run: one call tells a quiet stream from a dead one
         (batches the stream never delivered) and from a server that does not answer at all."""
         try:
-            missed = within(CALL_DEADLINE, self._missed_batches, "checking the queries' progress")
+            missed = within(CHECK_DEADLINE, self._missed_batches, "checking the queries' progress")
         except Exception:
             log.debug("the silent-stream check got no answer", exc_info=True)
             if self.stale_since is None:

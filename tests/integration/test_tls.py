@@ -8,18 +8,23 @@ Everything stays on 127.0.0.1.
 from __future__ import annotations
 
 import os
+import shutil
 import ssl
 import subprocess
+from pathlib import Path
 
 import pytest
 import trustme
 
 import sparkscope
 from sparkscope.client.errors import ConnectionFailed
+from sparkscope.client.probe import port_open
+from sparkscope.client.processes import free_port
 from tests.helpers import sparkscope_bin, wait_for
 from tests.netproxy import TlsProxy
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +135,41 @@ def test_an_unreadable_ca_file_is_one_line(tls, tmp_path):
         sparkscope.connect(f"sc://127.0.0.1:{proxy.port}/;use_ssl=true", token=token, ca_file=str(missing))
     assert str(err.value).startswith(f"Cannot read the CA file {missing} (No such file or directory)")
     assert not isinstance(err.value, ConnectionFailed)
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed (apt-get install nginx-light)")
+def test_the_compose_nginx_config_carries_sparkscope_over_tls(server, tmp_path):
+    """docker-compose's spark-connect-tls service, without Docker: the same nginx configuration in front
+    of the session's server, with paths and ports made local (and `listen … http2` for nginx < 1.25)."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    cert.cert_chain_pems[0].write_to_path(str(certs / "server.crt"))
+    cert.private_key_pem.write_to_path(str(certs / "server.key"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    port = free_port()
+    version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr
+    modern = tuple(int(x) for x in version.split("/")[-1].split(".")[:2]) >= (1, 25)
+    conf = (ROOT / "server-config" / "nginx-grpc-tls.conf").read_text()
+    conf = conf.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl{'' if modern else ' http2'};")
+    conf = conf if modern else conf.replace("    http2 on;\n", "")
+    conf = conf.replace("/etc/nginx/certs", str(certs))
+    conf = conf.replace("grpc://spark-connect:15002", f"grpc://127.0.0.1:{server.port}")
+    conf = conf.replace("events {}", f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}")
+    conf = conf.replace("http {", f"http {{\n  access_log {tmp_path}/access.log;")
+    (tmp_path / "nginx.conf").write_text(conf)
+    nginx = subprocess.Popen(["nginx", "-c", str(tmp_path / "nginx.conf"), "-g", "daemon off;"])
+    try:
+        wait_for(lambda: port_open("127.0.0.1", port), timeout=30, what="nginx listening")
+        config = profile(f"sc://127.0.0.1:{port}/;use_ssl=true", token_env="CLUSTER_TOKEN",
+                         ca_file=str(tmp_path / "ca.pem"))
+        out = run(["--profile", "cluster", "-c", "ticks = spark.readStream.format('rate').load()",
+                   "-c", ":start ticks; :sql select 6 * 7 as x; :stop ticks"], config=config,
+                  tmp_path=tmp_path, env={"CLUSTER_TOKEN": server.token})
+        assert out.returncode == 0, out.stderr
+        assert "| 42 |" in out.stdout and "Stopped ticks" in out.stdout
+        assert "SparkConnectService/ExecutePlan HTTP/2.0\" 200" in (tmp_path / "access.log").read_text()
+    finally:
+        nginx.terminate()
+        nginx.wait(30)

@@ -29,39 +29,45 @@ def until(predicate, timeout: float = 120.0) -> float:
     return time.monotonic() - started
 
 
+def one_round(port: int, token: str, name: str) -> tuple[float, float, float]:
+    """(detect, recover, dropped) seconds for one query through a fresh proxy and session."""
+    import sparkscope
+    from sparkscope.client.monitor import Monitor
+    from tests.netproxy import Proxy
+
+    with Proxy(port) as proxy:
+        ss = sparkscope.connect(f"sc://localhost:{proxy.port}/;token={token}")
+        live = Monitor(ss).start()
+        query = ss.start(ss.source.rate(5), name, trigger="200 milliseconds")
+        until(lambda: live.history(name))
+        proxy.freeze()
+        detect = until(lambda: live.stale_since is not None)
+        proxy.thaw()
+        began = time.monotonic()
+        until(lambda: live.stale_since is None)
+        target = query.progress.batch_id
+        until(lambda: live.track(name).latest.batch_id >= target)
+        recover = time.monotonic() - began
+        before = live.track(name).latest.batch_id
+        proxy.drop()
+        dropped = until(lambda: live.track(name).latest.batch_id > before + 1)
+        live.close()
+        ss.stop_all()
+        ss.close()
+    return detect, recover, dropped
+
+
 def main() -> None:
     import os
     import sys
 
     sys.path.insert(0, str(ROOT))
-    import sparkscope
-    from sparkscope.client.monitor import SILENT_AFTER, Monitor
-    from tests.netproxy import Proxy
+    from sparkscope.client.monitor import SILENT_AFTER
 
-    detect, recover, dropped = [], [], []
     with private_server() as url:
         port = int(url.rsplit(":", 1)[1])
         token = os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"]
-        for round_ in range(RUNS):
-            with Proxy(port) as proxy:
-                ss = sparkscope.connect(f"sc://localhost:{proxy.port}/;token={token}")
-                live = Monitor(ss).start()
-                query = ss.start(ss.source.rate(5), f"net_{round_}", trigger="200 milliseconds")
-                until(lambda: live.history(query.name))
-                proxy.freeze()
-                detect.append(until(lambda: live.stale_since is not None))
-                proxy.thaw()
-                began = time.monotonic()
-                until(lambda: live.stale_since is None)
-                target = query.progress.batch_id
-                until(lambda: live.track(query.name).latest.batch_id >= target)
-                recover.append(time.monotonic() - began)
-                before = live.track(query.name).latest.batch_id
-                proxy.drop()
-                dropped.append(until(lambda: live.track(query.name).latest.batch_id > before + 1))
-                live.close()
-                ss.stop_all()
-                ss.close()
+        detect, recover, dropped = zip(*(one_round(port, token, f"net_{i}") for i in range(RUNS)), strict=True)
     print(f"frozen network, detected after {statistics.median(detect):.1f} s (median of {RUNS}; the monitor "
           f"checks after {SILENT_AFTER:g} s without events)")
     print(f"back from a freeze, live and caught up after {statistics.median(recover):.1f} s")

@@ -94,6 +94,12 @@ class ServerError(SparkscopeError):
     code = "server"
 
 
+class ServerOutOfMemory(SparkscopeError):
+    """The Spark server (its driver JVM) ran out of memory."""
+
+    code = "server_out_of_memory"
+
+
 class AnalysisError(SparkscopeError):
     """Spark rejected a plan: unknown table or column, bad schema, bad SQL."""
 
@@ -153,6 +159,35 @@ _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
 }
 
 
+_OOM = re.compile(r"OutOfMemoryError(?::\s*([^\n\"]+))?")
+_GRPC_STATUS = re.compile(r"status = StatusCode\.([A-Z_]+)\s+details = \"([^\"]*)\"", re.S)
+OOM_HINT = ("Stop a query that keeps every row (a memory sink of a raw stream): ss.query('NAME').stop(); or give "
+            "the server more memory: sparkscope server start --driver-memory 8g")
+
+
+def _grpc_error(text: str) -> SparkscopeError | None:
+    """One line for a raw gRPC failure that pyspark passes on as `<_MultiThreadedRendezvous …>`."""
+    match = _GRPC_STATUS.search(text)
+    if not match:
+        return None
+    status, details = match.group(1), match.group(2).strip()
+    if status == "RESOURCE_EXHAUSTED":
+        return SparkscopeError(f"The server refused the call as too large or out of resources ({details})",
+                               "Ask for fewer rows (a smaller limit), or raise the server's "
+                               "spark.connect.grpc.maxInboundMessageSize", status, code="resource_exhausted")
+    if status == "DEADLINE_EXCEEDED":
+        return DeadlineExceeded("The server did not answer within the call's deadline",
+                                "The server or the network may be overloaded; try again, or check "
+                                "the server's log", status)
+    if status == "CANCELLED":
+        return Cancelled("Cancelled", "", status)
+    if status == "UNKNOWN":
+        return SparkscopeError(f"The server failed the call without saying why ({details or 'no details'})",
+                               "Its log says more (sparkscope server logs, for the embedded server); a server "
+                               "that ran out of memory ends calls this way", status, code="server_unknown")
+    return None
+
+
 def _hint_for(error_class: str) -> tuple[str | None, str]:
     return _CLASS_HINTS.get(error_class.split(".")[0], (None, ""))
 
@@ -176,6 +211,10 @@ def translate(exc: BaseException) -> SparkscopeError:
     first = _first_line(text)
     lowered = text.lower()
 
+    oom = _OOM.search(text)
+    if oom:
+        what = (oom.group(1) or "Java heap space").strip().rstrip(".")
+        return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
     if "UNAUTHENTICATED" in text or "authenticat" in lowered and "token" in lowered:
         return AuthenticationFailed(
             "The server rejected the connection: authentication failed",
@@ -204,6 +243,9 @@ def translate(exc: BaseException) -> SparkscopeError:
         )
     if "OPERATION_CANCELED" in text or "cancelled" in lowered and "operation" in lowered:
         return Cancelled("Cancelled", "", error_class or name)
+    raw = _grpc_error(text) if "StatusCode." in text else None
+    if raw is not None:
+        return raw
     if name in ("StreamingQueryException",):
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if error_class:

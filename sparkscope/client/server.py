@@ -51,6 +51,7 @@ class ServerInfo:
     token: str | None = field(default=None, repr=False)
     ready: bool = False
     cluster: Cluster | None = None  # the standalone master and workers it runs on (--workers N)
+    driver_memory: str | None = None  # the driver's heap (-Xmx), as given to spark-submit
 
     @property
     def auth(self) -> bool:
@@ -97,6 +98,34 @@ def connect_jar(home: Path | None = None) -> Path:
     if not jars:
         raise ServerError(f"No spark-connect jar in {home / 'jars'}", "Reinstall pyspark[connect] 4.x")
     return jars[-1]
+
+
+DRIVER_MEMORY_SHARE = 0.25  # of this machine's RAM, for the embedded server's driver heap
+DRIVER_MEMORY_RANGE = (1024, 8192)  # MiB: never below Spark's own default, never a heap that pauses for long
+
+
+def default_driver_memory(total_bytes: int | None = None) -> str:
+    """The embedded server's driver heap: a quarter of the RAM, from 1 GiB (Spark's default) to 8 GiB.
+
+    In local mode the driver JVM is the whole of Spark: executors, state stores and every memory sink
+    live in its heap. Spark's 1 GiB runs out at a million-row memory sink. A quarter leaves the rest
+    to the user's editor, browser and Python; above 8 GiB, collections pause long enough to delay
+    batches, and whoever needs more says so with --driver-memory."""
+    if total_bytes is None:
+        try:
+            total_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            total_bytes = 4 * 2**30
+    low, high = DRIVER_MEMORY_RANGE
+    mib = int(min(high, max(low, total_bytes / 2**20 * DRIVER_MEMORY_SHARE)))
+    return f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
+
+
+def check_memory(text: str) -> str:
+    """A JVM memory size as spark-submit takes it (512m, 4g), or a ServerError."""
+    if not re.fullmatch(r"[1-9]\d*[kKmMgGtT]", text.strip()):
+        raise ServerError(f"'{text}' is not a memory size", "Write a number and a unit, e.g. 4g or 512m")
+    return text.strip().lower()
 
 
 def java_version(java: str | None = None) -> int:
@@ -176,7 +205,8 @@ class LocalServer:
             return ServerInfo(pid=int(data["pid"]), port=int(data["port"]), started_at=float(data["started_at"]),
                               log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
                               token=self.token() if data.get("auth") else None,
-                              cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None)
+                              cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None,
+                              driver_memory=data.get("driver_memory"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -184,7 +214,7 @@ class LocalServer:
         write_private(self.state_path, json.dumps({
             "pid": info.pid, "port": info.port, "started_at": info.started_at, "log": str(info.log),
             "auth": info.auth, "ready": info.ready,
-            "cluster": info.cluster.to_json() if info.cluster else None}))
+            "cluster": info.cluster.to_json() if info.cluster else None, "driver_memory": info.driver_memory}))
 
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
@@ -209,7 +239,7 @@ class LocalServer:
         return info
 
     # -- start ----------------------------------------------------------------------------------
-    def command(self, port: int, master: str, conf: dict[str, str]) -> list[str]:
+    def command(self, port: int, master: str, conf: dict[str, str], driver_memory: str | None = None) -> list[str]:
         home = pyspark_home()
         settings = {
             "spark.connect.grpc.binding.port": str(port),
@@ -218,7 +248,16 @@ class LocalServer:
             "spark.app.name": "sparkscope-connect",
         }
         settings.update(conf)
+        # After an OutOfMemoryError a JVM goes on with threads that died mid-update (listener bus, state
+        # maintenance, gRPC handlers) and answers wrongly. Exiting makes it visible: clients say the
+        # server went away, and `server start --restore` restarts the catalogued queries from their
+        # checkpoints, with nothing lost or repeated.
+        options = settings.get("spark.driver.extraJavaOptions", "")
+        if "OutOfMemoryError" not in options:
+            settings["spark.driver.extraJavaOptions"] = f"{options} -XX:+ExitOnOutOfMemoryError".strip()
         cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master]
+        if driver_memory:
+            cmd += ["--driver-memory", driver_memory]
         for key, value in settings.items():
             if key == TOKEN_CONF:
                 continue  # never on a command line: passed through the environment instead
@@ -238,6 +277,7 @@ class LocalServer:
         workers: int = 0,
         worker_cores: int | None = None,
         worker_memory: str = "2g",
+        driver_memory: str | None = None,
     ) -> ServerInfo:
         """Start the server, or reuse the one already running. Waits until it answers an RPC.
 
@@ -281,6 +321,7 @@ class LocalServer:
         if not usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         java_version()
+        driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()
         env = dict(os.environ)
         env.update({
             "SPARK_HOME": str(pyspark_home()),
@@ -308,7 +349,7 @@ class LocalServer:
         os.chmod(self.log_path, 0o600)
         started = time.time()
         try:
-            proc = subprocess.Popen(self.command(port, master, conf), stdin=subprocess.DEVNULL, stdout=log,
+            proc = subprocess.Popen(self.command(port, master, conf, driver_memory), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                     umask=0o077)  # what the server writes is the user's alone
         except BaseException:
@@ -318,7 +359,7 @@ class LocalServer:
         finally:
             log.close()
         info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
-                          cluster=cluster)
+                          cluster=cluster, driver_memory=driver_memory)
         self._write_state(info)
         try:
             info.version = self._wait_ready(info, token, timeout, on_wait, proc)

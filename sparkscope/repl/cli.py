@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="then restart, from their checkpoints, the catalogued queries that were running on it")
     start.add_argument("--no-token", action="store_true",
                        help="let any local user connect without a token (not recommended)")
+    start.add_argument("--driver-memory", default=None, metavar="SIZE",
+                       help="the server's driver heap, e.g. 4g (default: a quarter of this machine's RAM, "
+                            "from 1g to 8g)")
     start.add_argument("--workers", type=_workers, default=0, metavar="N",
                        help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
                             "classes, everything on 127.0.0.1), instead of local mode")
@@ -239,7 +242,8 @@ def server_main(args) -> int:
         started = server.start(port=args.port, master=args.master,
                                conf=key_values(args.conf, "--conf spark.some.key=value"), timeout=args.timeout,
                                on_wait=waiting, require_token=not args.no_token, workers=args.workers,
-                               worker_cores=args.worker_cores, worker_memory=args.worker_memory)
+                               worker_cores=args.worker_cores, worker_memory=args.worker_memory,
+                               driver_memory=args.driver_memory)
         if tty:
             sys.stderr.write("\r" + " " * 50 + "\r")
         auth = "token required" if started.auth else "no token"
@@ -280,8 +284,12 @@ def server_main(args) -> int:
             return 3
         auth = (f"token required ({server.token_path}, mode 0600; sparkscope server token prints it)"
                 if info.auth else "off: any local user can connect (started with --no-token)")
+        resident = info.memory_bytes
+        memory = (f"driver heap {info.driver_memory or 'Spark default (1g)'}"
+                  + (f", resident {resident / 2**30:.1f} GiB" if resident else "")
+                  + " (sparkscope server start --driver-memory SIZE)")
         rows = [("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", _human(info.uptime)),
-                ("spark", info.version or "not answering"), ("auth", auth), ("log", info.log)]
+                ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory), ("log", info.log)]
         rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", "local[*]")]
         for key, value in rows:
             print(f"{key:<7} {value}")

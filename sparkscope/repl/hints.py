@@ -21,6 +21,8 @@ REPL_HINTS = {
     "sink_not_tailable": "Start it with the memory sink: :start {name}",
     "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
     "unresolved_column": "Check the column names with :schema",
+    "server_out_of_memory": "Stop a query that keeps every row (a memory sink of a raw stream): :stop NAME; or "
+                            "give the server more memory: sparkscope server start --driver-memory 8g",
 }
 
 

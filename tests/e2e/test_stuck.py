@@ -107,3 +107,27 @@ def test_reattach_after_a_client_crash_reaches_the_prompt(remote_url):
     assert repl.run(":stop orphan").strip().endswith("Stopped orphan")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=60)
+
+
+def test_a_frozen_network_is_said_above_the_prompt_and_so_is_its_end(server, sandbox):
+    """Queries run and the network freezes: a note says the numbers are not live (and from when), the
+    prompt stays usable, and a second note says when the server answers again. No query stops."""
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    with Proxy(server.port) as proxy:
+        child = spawn("--remote", f"sc://localhost:{proxy.port}", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+        repl = Repl(child)
+        repl.prompt()
+        repl.run("ticks = spark.readStream.format('rate').option('rowsPerSecond', 5).load()")
+        assert "Started ticks" in repl.run(":start ticks --trigger 5s")
+        before = wait_for_more_batches(repl, "ticks", -1)
+        proxy.freeze()
+        child.expect(r"note: The server is not answering; the numbers shown are from \d\d:\d\d:\d\d, not live",
+                     timeout=90)
+        assert repl.run("6 * 7").strip().endswith("42")
+        proxy.thaw()
+        child.expect(re.escape("note: The server answers again; the numbers are live"), timeout=90)
+        wait_for_more_batches(repl, "ticks", before)
+        assert "Stopped ticks" in repl.run(":stop ticks")
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=60)
+        assert "Traceback" not in clean(child.before)

@@ -37,6 +37,10 @@ def test_status_shows_pid_port_url_uptime_version_and_log(server):
     assert lines["url"] == f"sc://localhost:{server.port}"
     assert lines["spark"] == "4.3.0"
     assert lines["log"].endswith("sparkscope/server.log")
+    from sparkscope.client.server import default_driver_memory
+
+    assert re.fullmatch(rf"driver heap {default_driver_memory()}, resident \d+\.\d GiB "
+                        r"\(sparkscope server start --driver-memory SIZE\)", lines["memory"]), lines["memory"]
     assert re.fullmatch(r"(\d+h \d{2}m|\d+m) \d{2}s", lines["uptime"]), lines["uptime"]
 
 

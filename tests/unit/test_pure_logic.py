@@ -213,7 +213,7 @@ def test_every_repl_hint_names_a_code_the_client_raises():
     from sparkscope.repl.hints import REPL_HINTS
 
     client = "\n".join(p.read_text() for p in (Path(__file__).parents[2] / "sparkscope" / "client").glob("*.py"))
-    raised = set(re.findall(r'code="([a-z_]+)"', client)) | set(re.findall(r'\("([a-z_]+)", "', client))
+    raised = set(re.findall(r'code\s*=\s*"([a-z_]+)"', client)) | set(re.findall(r'\("([a-z_]+)", "', client))
     assert set(REPL_HINTS) - raised == set()
 
 
@@ -310,3 +310,20 @@ def test_spark_durations_as_the_session_timeout_is_written(text, seconds):
     from sparkscope.client.durable import spark_duration
 
     assert spark_duration(text) == seconds
+
+
+@pytest.mark.parametrize("ram_gib, heap", [(2, "1g"), (8, "2g"), (24, "6g"), (64, "8g"), (6, "1536m")])
+def test_the_embedded_servers_heap_is_a_quarter_of_the_ram_within_bounds(ram_gib, heap):
+    from sparkscope.client.server import default_driver_memory
+
+    assert default_driver_memory(ram_gib * 2**30) == heap
+
+
+def test_a_bad_driver_memory_is_one_line():
+    from sparkscope.client.errors import ServerError
+    from sparkscope.client.server import check_memory
+
+    assert check_memory("4G") == "4g"
+    with pytest.raises(ServerError) as err:
+        check_memory("lots")
+    assert str(err.value) == "'lots' is not a memory size. Write a number and a unit, e.g. 4g or 512m."

@@ -41,7 +41,7 @@ def main() -> None:
         ss.spark.range(1_000_000).selectExpr("id", "id * 2 as value", "uuid() as tag") \
             .write.mode("overwrite").parquet(data)
         rows = ss.source.files("parquet", data, schema="id BIGINT, value BIGINT, tag STRING")
-        query = ss.start(rows, "bench_peek", trigger="available-now")
+        query = ss.start(rows, "bench_peek", sink="memory", trigger="available-now")
         query.await_termination(300)
         total = ss.sql("select count(*) from bench_peek").rows[0][0]
         times = interleaved_medians({

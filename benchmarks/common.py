@@ -19,25 +19,60 @@ sys.path.insert(0, str(ROOT))
 @contextlib.contextmanager
 def private_server() -> Iterator[str]:
     """A fresh embedded server in a temporary home on a free port; stopped (by pid) afterwards."""
+    with private_server_info() as info:
+        yield f"sc://localhost:{info.port}"
+
+
+@contextlib.contextmanager
+def private_server_info(conf: dict[str, str] | None = None) -> Iterator:
+    """private_server, yielding its ServerInfo (pid, port, log)."""
     from sparkscope.client.remote import TOKEN_ENV
     from sparkscope.client.processes import free_port
     from sparkscope.client.server import LocalServer
 
     with tempfile.TemporaryDirectory() as home:
         server = LocalServer(Path(home))
-        info = server.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+        info = server.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2", **(conf or {})})
         # Its token (random, as for every embedded server) reaches sparkscope and plain pyspark alike, in
         # this process and in the ones it starts, through the environment: never on a command line.
         saved = os.environ.get(TOKEN_ENV)
         os.environ[TOKEN_ENV] = info.token or ""
         try:
-            yield f"sc://localhost:{info.port}"
+            yield info
         finally:
             if saved is None:
                 os.environ.pop(TOKEN_ENV, None)
             else:
                 os.environ[TOKEN_ENV] = saved
             server.stop()
+
+
+def heap_used_mb(pid: int) -> float:
+    """The JVM's used heap after a full collection (jcmd GC.run, then GC.heap_info): what it keeps alive."""
+    import re
+    import subprocess
+
+    subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60, check=True)
+    text = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    match = re.search(r"total \d+K, used (\d+)K", text)
+    if not match:
+        raise RuntimeError(f"no heap figure in jcmd's answer: {text[:200]}")
+    return int(match.group(1)) / 1024
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident set size, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    """The pids of a process's direct children (the server's Python workers)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
 def median_time(fn: Callable[[], object], runs: int = 5) -> float:

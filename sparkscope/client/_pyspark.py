@@ -83,6 +83,16 @@ def keep_session_on_close(spark: Any) -> None:
     spark.release_session_on_close = False
 
 
+def pickle_by_value(module_name: str) -> None:
+    """pyspark.cloudpickle.register_pickle_by_value (public, 4.3.0): functions of `module_name` travel
+    with their code, so a server without sparkscope installed can run them (foreachBatch)."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[module_name])
+
+
 def explain_string(df: Any, extended: bool = False) -> str:
     """DataFrame._explain_string (private, 4.3.0): the plan text that explain() prints."""
     return str(df._explain_string(extended=extended))

@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS queries (
     server TEXT NOT NULL, name TEXT NOT NULL, query_id TEXT, session_id TEXT, plan BLOB,
     sink TEXT, mode TEXT, trigger TEXT, options TEXT, path TEXT, table_name TEXT, checkpoint TEXT,
     started_by TEXT, started_at REAL, state TEXT, last_batch INTEGER, ended_at REAL, error TEXT,
-    restartable INTEGER NOT NULL DEFAULT 1, reason TEXT, seen_at REAL,
+    restartable INTEGER NOT NULL DEFAULT 1, reason TEXT, seen_at REAL, keep TEXT, view TEXT,
     PRIMARY KEY (server, name));
 CREATE TABLE IF NOT EXISTS sessions (
     server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL,
@@ -66,9 +66,12 @@ class Record:
     restartable: bool
     reason: str | None  # why it is not restartable
     seen_at: float | None  # when this client last saw it run (its start, or a batch)
+    keep: str | None = None  # bounded sink: what it keeps (planning.parse_keep reads it)
+    view: str | None = None  # bounded sink: the global temporary view holding the kept rows
 
 
 _COLUMNS = [f for f in Record.__dataclass_fields__]
+_ADDED_COLUMNS = {"keep": "TEXT", "view": "TEXT"}  # columns newer than the first catalogs
 
 
 class Catalog:
@@ -85,6 +88,7 @@ class Catalog:
             db = sqlite3.connect(self.path, timeout=10)
             try:
                 db.executescript(SCHEMA)
+                _add_missing_columns(db)
                 with db:
                     yield db
             finally:
@@ -94,15 +98,16 @@ class Catalog:
     def record_start(self, server: str, name: str, *, query_id: str, session_id: str, plan: bytes | None,
                      sink: str, mode: str, trigger: str, options: dict[str, str], path: str | None,
                      table_name: str | None, checkpoint: str | None, restartable: bool,
-                     reason: str | None) -> None:
+                     reason: str | None, keep: str | None = None, view: str | None = None) -> None:
         with self._db() as db:
             db.execute(
                 "INSERT OR REPLACE INTO queries (server, name, query_id, session_id, plan, sink, mode, trigger, "
                 "options, path, table_name, checkpoint, started_by, started_at, state, last_batch, ended_at, "
-                "error, restartable, reason, seen_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "error, restartable, reason, seen_at, keep, view) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (server, name, query_id, session_id, plan, sink, mode, trigger, json.dumps(options), path,
                  table_name, checkpoint, _user(), time.time(), ACTIVE, None, None, None, int(restartable), reason,
-                 time.time()))
+                 time.time(), keep, view))
 
     def record_end(self, server: str, name: str, state: str, error: str | None = None,
                    query_id: str | None = None) -> None:
@@ -158,6 +163,14 @@ class Catalog:
             data["restartable"] = bool(data["restartable"])
             records.append(Record(**data))
         return records
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """A catalog written by an older sparkscope gains the newer columns (empty for its records)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(queries)")}
+    for column, kind in _ADDED_COLUMNS.items():
+        if column not in have:
+            db.execute(f"ALTER TABLE queries ADD COLUMN {column} {kind}")
 
 
 def _user() -> str:

@@ -161,8 +161,9 @@ _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
 
 _OOM = re.compile(r"OutOfMemoryError(?::\s*([^\n\"]+))?")
 _GRPC_STATUS = re.compile(r"status = StatusCode\.([A-Z_]+)\s+details = \"([^\"]*)\"", re.S)
-OOM_HINT = ("Stop a query that keeps every row (a memory sink of a raw stream): ss.query('NAME').stop(); or give "
-            "the server more memory: sparkscope server start --driver-memory 8g")
+OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
+            "without sink='memory' (the default sink keeps the newest rows), or give the server more memory: "
+            "sparkscope server start --driver-memory 8g")
 
 
 def _grpc_error(text: str) -> SparkscopeError | None:
@@ -185,6 +186,28 @@ def _grpc_error(text: str) -> SparkscopeError | None:
         return SparkscopeError(f"The server failed the call without saying why ({details or 'no details'})",
                                "Its log says more (sparkscope server logs, for the embedded server); a server "
                                "that ran out of memory ends calls this way", status, code="server_unknown")
+    return None
+
+
+# Who can tell why a server stopped answering (Session registers the embedded server's log reader).
+_CAUSE_FINDERS: list[Callable[[], SparkscopeError | None]] = []
+
+
+def explain_unreachable(finder: Callable[[], SparkscopeError | None]) -> Callable[[], None]:
+    """Ask `finder` why the server is unreachable before saying only that; returns the way to stop asking."""
+    _CAUSE_FINDERS.append(finder)
+    return lambda: _CAUSE_FINDERS.remove(finder) if finder in _CAUSE_FINDERS else None
+
+
+def unreachable_cause() -> SparkscopeError | None:
+    """Why the server stopped answering, when a finder knows (an out-of-memory exit), else None."""
+    for finder in list(_CAUSE_FINDERS):
+        try:
+            cause = finder()
+        except Exception:  # a finder that fails knows nothing: the plain line is still right
+            continue
+        if cause is not None:
+            return cause
     return None
 
 
@@ -224,6 +247,9 @@ def translate(exc: BaseException) -> SparkscopeError:
     if "StatusCode.UNAVAILABLE" in text or "failed to connect to all addresses" in lowered or (
         "connection refused" in lowered
     ):
+        cause = unreachable_cause()
+        if cause is not None:
+            return cause
         return ServerUnreachable(
             "The Spark Connect server is not reachable",
             "Check that it is running (sparkscope server status) and the URL is right",

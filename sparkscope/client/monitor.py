@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._pyspark import ListenerBus
 from .deadline import within
 from .logs import log, swallowed
-from .errors import SparkscopeError
+from .errors import SparkscopeError, unreachable_cause
 from .progress import Progress
 from .query import summarise_error
 
@@ -340,7 +340,8 @@ class Monitor:
 
         if try_probe(self._session.target, timeout=2) is None:
             self.stale_since = time.time()
-            self._notice(f"The server at {self._session.url} went away, and its queries stopped with it",
+            how = "ran out of memory and exited" if unreachable_cause() is not None else "went away"
+            self._notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
                          code="server_gone")
         else:
             self._notice(f"The live event stream {what} and could not be re-opened; polling instead")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from .errors import ConfigError, UnsupportedOperation
 
 FILE_SINKS = ("parquet", "json", "csv", "orc", "text")
-SINKS = ("memory", "console", "table", "foreach_batch") + FILE_SINKS
+BOUNDED = "bounded"  # sparkscope's default sink: the newest rows only (client/bounded_sink.py)
+SINKS = (BOUNDED, "memory", "console", "table", "foreach_batch") + FILE_SINKS
 MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNITS = {
@@ -82,6 +83,86 @@ def parse_trigger(text: str | None) -> Trigger:
             f"'{value}' is not a trigger",
             "Use an interval (5s, 1 minute), once, available-now or continuous:1s",
         ) from None
+
+
+DEFAULT_KEEP_ROWS = 10_000  # 20 rows to :peek and thousands to filter, a few MB of the server's heap
+MAX_KEEP_ROWS = 1_000_000  # every batch sends what is kept back to the server: more belongs in a file sink
+_COUNT = re.compile(r"^(\d+)\s*(k|K|M)?\s*(rows?)?$")  # M is a million; 10m is ten minutes
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What the bounded sink keeps: at most `rows` rows, and (when `seconds` is set) only those that came
+    in the last `seconds`. Newest first."""
+
+    rows: int = DEFAULT_KEEP_ROWS
+    seconds: float | None = None
+
+    def __str__(self) -> str:
+        parts = [] if self.seconds is None else [f"{_short_duration(self.seconds)}"]
+        if self.seconds is None or self.rows != MAX_KEEP_ROWS:
+            parts.append(f"{self.rows:,} rows")
+        return "last " + ", at most ".join(parts)
+
+    def spec(self) -> str:
+        """The text parse_keep reads back (kept in the catalog)."""
+        rows = str(self.rows)
+        return rows if self.seconds is None else f"{self.seconds:g}s,{rows}"
+
+
+def _short_duration(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
+
+
+def parse_keep(text: str | int | None) -> Retention:
+    """'10000', '50k', '10m' (minutes), '1h', '10m,50000': what the bounded sink keeps."""
+    if text is None or str(text).strip() == "":
+        return Retention()
+    hint = "Write a row count (10000, 50k) or a time (10m, 1h), or both: 10m,50000"
+    rows: int | None = None
+    seconds: float | None = None
+    for part in str(text).split(","):
+        part = part.strip()
+        count = _COUNT.match(part)
+        if count:
+            number = int(count.group(1)) * {None: 1, "k": 1000, "K": 1000, "M": 1_000_000}[count.group(2)]
+            if rows is not None or number <= 0:
+                raise ConfigError(f"'{text}' is not what to keep", hint)
+            rows = number
+            continue
+        try:
+            number_unit = interval(part)
+        except ConfigError:
+            raise ConfigError(f"'{text}' is not what to keep", hint) from None
+        if seconds is not None:
+            raise ConfigError(f"'{text}' is not what to keep", hint)
+        seconds = Trigger("processing", number_unit).seconds
+    if rows is not None and rows > MAX_KEEP_ROWS:
+        raise ConfigError(f"Keeping {rows:,} rows is more than the bounded sink holds ({MAX_KEEP_ROWS:,})",
+                          "Write that many rows to a file sink, or to Spark's memory sink")
+    if seconds is not None:
+        return Retention(rows or MAX_KEEP_ROWS, seconds)
+    return Retention(rows or DEFAULT_KEEP_ROWS)
+
+
+def default_sink(mode: str, trigger: Trigger) -> str:
+    """The sink a query gets when none is asked for: complete mode replaces its result every batch, so
+    Spark's memory sink holds one result (bounded by the keys); append and update keep adding rows, so
+    they go to the bounded sink, unless continuous processing (which has no foreachBatch) rules it out."""
+    return "memory" if mode == "complete" or trigger.kind == "continuous" else BOUNDED
+
+
+def memory_sink_warning(sink: str, mode: str, trigger: Trigger) -> str | None:
+    if sink != "memory" or mode == "complete":
+        return None
+    grows = (f"Spark's memory sink keeps every row of this {mode}-mode stream in the server's memory: reading "
+             "it slows as it grows, and the server can run out of memory")
+    if trigger.kind == "continuous":
+        return f"{grows} (continuous processing cannot use the bounded sink; stop it when you have seen enough)"
+    return f"{grows} (the default sink keeps the newest {DEFAULT_KEEP_ROWS:,} rows)"
 
 
 def check_name(name: str) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._pyspark import query_explain_string
 from .errors import QueryFailed, call, translate
-from .planning import Trigger
+from .planning import Retention, Trigger
 from .progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +51,7 @@ class QueryInfo:
     processed_rows_per_second: float
     error: str | None = None
     checkpoint: str | None = None
+    keep: str | None = None  # what a bounded sink keeps, e.g. "last 10,000 rows"
 
 
 class Query:
@@ -58,7 +59,8 @@ class Query:
 
     def __init__(self, handle: StreamingQuery, *, name: str, sink: str = "memory", mode: str = "append",
                  trigger: Trigger | None = None, checkpoint: str | None = None, path: str | None = None,
-                 table: str | None = None, fmt: str | None = None, warning: str | None = None):
+                 table: str | None = None, fmt: str | None = None, warning: str | None = None,
+                 keep: Retention | None = None, view: str | None = None):
         self._handle = handle
         # told when this process sees the query end: (query, "stopped" | "failed", short error)
         self.on_end: Callable[[Query, str, str | None], None] | None = None
@@ -74,6 +76,8 @@ class Query:
         self.table = table
         self.format = fmt
         self.warning = warning
+        self.keep = keep  # bounded sink: what it keeps
+        self.view = view  # bounded sink: the server's global temporary view with the kept rows
         self._final_state: str | None = None
         self._final_error: QueryError | None = None
         self._final_progress: Progress | None = None
@@ -195,12 +199,21 @@ class Query:
             last_batch=last.batch_id if last else None,
             input_rows_per_second=last.input_rows_per_second if last else 0.0,
             processed_rows_per_second=last.processed_rows_per_second if last else 0.0,
-            error=error, checkpoint=self.checkpoint,
+            error=error, checkpoint=self.checkpoint, keep=str(self.keep) if self.keep else None,
         )
 
 
+_PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")
+
+
 def summarise_error(text: str) -> str:
-    """The first meaningful line of a query exception, without JVM class prefixes."""
+    """The first meaningful line of a query exception, without JVM class prefixes. For a failure inside
+    a foreachBatch function (the bounded sink's too), the Python exception its traceback ends with."""
+    if "Found error inside foreachBatch Python process" in text:
+        before_jvm = text.split("JVM stacktrace:", 1)[0]
+        raised = [line.strip() for line in before_jvm.splitlines() if _PYTHON_RAISED.match(line.strip())]
+        if raised:
+            text = raised[-1]
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("===", "JVM stacktrace", "at ")):

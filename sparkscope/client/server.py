@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cluster import Cluster, start_cluster
-from .errors import ServerError
+from .errors import ServerError, ServerOutOfMemory
 from .logs import log as logger
 from .paths import private_dir, server_config_dir, state_dir, write_private
 from .probe import port_open, try_probe
@@ -32,6 +32,8 @@ TOKEN_CONF = "spark.connect.authenticate.token"
 STATE_FILE = "server.json"
 TOKEN_FILE = "token"
 LOG_FILE = "server.log"
+START_MARKER = "== sparkscope started the server at"  # written to the log before each start
+_OOM_EXIT = re.compile(r"Terminating due to java\.lang\.OutOfMemoryError: ([^\n]+)")
 MIN_JAVA = 17
 # Lines after which the server will never answer: say why at once instead of waiting out the timeout.
 _FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
@@ -232,6 +234,22 @@ class LocalServer:
             return None
         return info
 
+    def out_of_memory_exit(self) -> ServerOutOfMemory | None:
+        """When the server is gone and its log (since its last start) ends in the JVM's exit on an
+        OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
+        if self.running() is not None or not self.log_path.exists():
+            return None
+        with open(self.log_path, "rb") as fh:
+            fh.seek(max(0, self.log_path.stat().st_size - 256 * 1024))
+            text = fh.read().decode(errors="replace")
+        match = _OOM_EXIT.search(text.rsplit(START_MARKER, 1)[-1])
+        if match is None:
+            return None
+        return ServerOutOfMemory(f"The Spark server ran out of memory ({match.group(1).strip()}) and exited",
+                                 "Start it again with its queries: sparkscope server start --restore (add "
+                                 "--driver-memory 8g for more memory; queries of the memory sink keep every row)",
+                                 "OutOfMemoryError", code="server_exited_out_of_memory")
+
     def status(self) -> ServerInfo | None:
         info = self.running()
         if info is not None:
@@ -348,6 +366,8 @@ class LocalServer:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
         os.chmod(self.log_path, 0o600)
         started = time.time()
+        log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        log.flush()
         try:
             proc = subprocess.Popen(self.command(port, master, conf, driver_memory), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, env=env, start_new_session=True,

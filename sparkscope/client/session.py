@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, session_builder,
                        session_id, user_id)
-from . import durable
+from . import bounded_sink, durable
 from .catalog import FAILED, STOPPED, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
-                     SparkscopeError, UnsupportedOperation, call, translate, translated)
+                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
 from .paths import for_server
-from .planning import (FILE_SINKS, Trigger, check_name, check_sink, choose_mode, parse_trigger, plan_shape,
-                       watermark_warning)
+from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
+                       memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
 from .probe import probe
 from .progress import Progress
 from .query import Query, QueryInfo
@@ -85,7 +85,7 @@ def connect(remote: str | None = None, *, token: str | None = None, profile: str
                             start_server=start_server, server_home=server_home)
     if ca_file:
         target = replace(target, ca_file=ca_file)
-    return Session.open(target, timeout=timeout, keepalive=keepalive)
+    return Session.open(target, timeout=timeout, keepalive=keepalive, server_home=server_home)
 
 
 class Session:
@@ -107,6 +107,7 @@ class Session:
         self._monitor: Monitor | None = None
         self.catalog = Catalog()
         self._batch_recorded: dict[str, float] = {}
+        self._stop_explaining: Callable[[], None] = lambda: None
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -115,7 +116,7 @@ class Session:
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
-             activate: bool = True) -> Session:
+             activate: bool = True, server_home: Path | None = None) -> Session:
         """Open (or, with target.session_id, rejoin) a session. `activate`: make it the session pyspark's
         own helpers use (DDL parsing); off for sessions only looked into."""
         version = probe(target, timeout=timeout)
@@ -142,6 +143,8 @@ class Session:
                 session.catalog.record_session(session.url, session.session_id)
             if activate:
                 make_active(spark)
+            if target.source == "local" or target.token_source == "state":  # the embedded server
+                session._stop_explaining = explain_unreachable(LocalServer(server_home).out_of_memory_exit)
         except BaseException:
             session._stop_keepalive.set()
             raise
@@ -207,15 +210,25 @@ class Session:
             self._checkpoint_root = value or ""
         return self._checkpoint_root or None
 
-    def start(self, df: DataFrame, name: str, sink: str = "memory", *, mode: str | None = None,
+    def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
               table: str | None = None, options: dict[str, Any] | None = None,
-              foreach_batch: Callable[[Any, int], None] | None = None) -> Query:
-        """Start `df` as a query named `name`. Memory sink by default; output mode inferred."""
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
+        """Start `df` as a query named `name`; the output mode is inferred.
+
+        Without a sink, an append or update stream goes to the bounded sink, which keeps the newest
+        `keep` rows ('10000', '50k', '10m', '10m,50000'; 10,000 rows by default), and a complete-mode
+        aggregation to Spark's memory sink, which holds one result. `sink="memory"` is Spark's memory
+        sink, which keeps every row."""
         check_name(name)
         if foreach_batch is not None:
             sink = "foreach_batch"
-        check_sink(sink)
+        if keep is not None and sink not in (None, BOUNDED):
+            raise ConfigError(f"Only the bounded sink keeps a number of rows, not the {sink} sink",
+                              "Leave out the sink, or keep", code="keep_needs_bounded")
+        retention = parse_keep(keep)
+        if sink is not None:
+            check_sink(sink)
         parsed_trigger = parse_trigger(trigger)
         if not hasattr(df, "writeStream"):
             raise ConfigError(f"{type(df).__name__} is not a DataFrame", "Pass a streaming DataFrame")
@@ -234,20 +247,33 @@ class Session:
             raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
                                        "Build it from spark.readStream or ss.source.*")
         shape = plan_shape(call(explain_string, df, extended=True))
-        chosen = choose_mode(shape, sink, mode)
-        warning = watermark_warning(shape)
+        chosen = choose_mode(shape, sink or BOUNDED, mode)
+        sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
+        if sink == BOUNDED and parsed_trigger.kind == "continuous":
+            raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
+                                       "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "
+                                       "a processing-time trigger", code="continuous_bounded")
+        warning = " ".join(w for w in (watermark_warning(shape), memory_sink_warning(sink, chosen, parsed_trigger))
+                           if w) or None
         # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
         # name would resume (or fail on) an unrelated query's offsets and state.
         plan, problem = durable.replay_check(self.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
-                            problem=problem)
+                            problem=problem, retention=retention if sink == BOUNDED else None)
 
     def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
                 checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
                 foreach_batch: Callable[[Any, int], None] | None = None, warning: str | None = None,
-                plan: bytes | None = None, problem: str | None = None) -> Query:
+                plan: bytes | None = None, problem: str | None = None,
+                retention: Retention | None = None) -> Query:
         """Start a checked query and record it in the catalog."""
+        view = None
+        if sink == BOUNDED:
+            self._drop_old_view(name)
+            view = bounded_sink.view_name(name)
+            with translated():
+                foreach_batch = bounded_sink.prepare(self.spark, df, name, view, retention or Retention(), chosen)
         if checkpoint is None and self.checkpoint_root:
             checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
         writer = df.writeStream.queryName(name).outputMode(chosen)
@@ -260,14 +286,15 @@ class Session:
         with translated():
             if sink == "table":
                 handle = writer.toTable(table or name)
-            elif sink == "foreach_batch" and foreach_batch is not None:
+            elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:
                 handle = writer.foreachBatch(foreach_batch).start()
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
             else:
                 handle = writer.format(sink).start()
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
-                      path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning)
+                      path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
+                      keep=retention if sink == BOUNDED else None, view=view)
         query.on_end = self._ended
         query.restart_note = problem
         with self._lock:
@@ -276,10 +303,31 @@ class Session:
             self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
                                       sink=sink, mode=chosen, trigger=str(parsed_trigger), options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
-                                      restartable=problem is None, reason=problem)
+                                      restartable=problem is None, reason=problem,
+                                      keep=query.keep.spec() if query.keep else None, view=view)
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
+
+    def _drop_old_view(self, name: str) -> None:
+        """An earlier run's rows of a bounded query (global views outlive sessions): gone when the name
+        starts again."""
+        views = {q.view for q in self.known_queries() if q.name == name and q.view}
+        with swallowed("reading the catalog"):
+            record = self.catalog.get(self.url, name)
+            if record is not None and record.view:
+                views.add(record.view)
+        for view in views:
+            with swallowed(f"dropping the view {view}"):
+                bounded_sink.drop(self.spark, view)
+
+    def _drop_views(self, running_too: bool) -> None:
+        """The rows kept by this session's bounded queries that ended (and, if asked, of running ones)."""
+        running = set() if running_too else {q.id for q in self.running()}
+        for query in self.known_queries():
+            if query.view and query.id not in running:
+                with swallowed(f"dropping the view {query.view}"):
+                    bounded_sink.drop(self.spark, query.view)
 
     def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
@@ -345,7 +393,8 @@ class Session:
         # checked when it first started: the plan, its mode and sink are not analysed again
         return self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
                             parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
-                            path=record.path, table=record.table_name, options=record.options, plan=record.plan)
+                            path=record.path, table=record.table_name, options=record.options, plan=record.plan,
+                            retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
 
     def catalog_records(self) -> list[Record]:
         """This server's catalog, after marking the queries that are gone from the server as lost."""
@@ -377,7 +426,8 @@ class Session:
             return Query(handle, name=name, sink=_sink_of(handle))
         return Query(handle, name=name, sink=record.sink, mode=record.mode, trigger=parse_trigger(record.trigger),
                      checkpoint=record.checkpoint, path=record.path, table=record.table_name,
-                     fmt=record.sink if record.sink in FILE_SINKS else None)
+                     fmt=record.sink if record.sink in FILE_SINKS else None,
+                     keep=parse_keep(record.keep) if record.sink == BOUNDED else None, view=record.view)
 
     def _find_active_by_name(self, name: str) -> Query | None:
         for query in self._adopt_active():
@@ -522,12 +572,14 @@ class Session:
             return df
         if query.sink == "memory":
             return self.spark.table(query.name)
+        if query.sink == BOUNDED and query.view:
+            return bounded_sink.rows_of(self.spark, query.view)
         if query.sink == "table":
             return self.spark.table(query.table or query.name)
         if query.sink in FILE_SINKS and query.path:
             return self.spark.read.format(query.format or query.sink).load(query.path)
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
-                                   "Start it with the memory sink (the default) to peek at its rows")
+                                   "Start it with the default sink to peek at its rows")
 
     def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
              order_by: str | list[str] | None = None) -> Rows:
@@ -598,12 +650,15 @@ class Session:
             return
         self._closed = True
         self._stop_keepalive.set()
+        self._stop_explaining()
         deadline = time.monotonic() + CLOSE_DEADLINE
         answered = self._monitor.close(timeout=CLOSE_DEADLINE / 2) if self._monitor is not None else True
         if not stop_queries:
             keep_session_on_close(self.spark)
         steps: list[tuple[Callable[[], object], str]] = (
             [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
+        if any(q.view for q in self.known_queries()):
+            steps.append((lambda: self._drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         steps.append((self.spark.stop, "releasing the session"))
         for step, what in steps:
             left = deadline - time.monotonic()

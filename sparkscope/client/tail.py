@@ -1,10 +1,10 @@
-"""Console-sink output on the client: each new micro-batch of a memory-sink query, as rows.
+"""Console-sink output on the client: each new micro-batch of a query, as rows.
 
 Spark's console sink prints on the server's stdout, which a Spark Connect client never sees. A
-Tail listens to the monitor and, after each batch, reads what that batch wrote to the memory
-table: in append and update mode the rows added since the last batch (the memory sink appends
-them in batch order), in complete mode the whole result. Reading happens on the Tail's own
-thread, so the monitor's event thread never waits on the server.
+Tail listens to the monitor and, after each batch, reads what that batch wrote. The bounded sink
+marks each row with its batch, so that is exact. Spark's memory sink appends in batch order: in
+append and update mode the rows added since the last batch, in complete mode the whole result.
+Reading happens on the Tail's own thread, so the monitor's event thread never waits on the server.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import bounded_sink
 from .errors import SparkscopeError, UnsupportedOperation, translate
 from .monitor import Event
 from .rows import Rows, fetch
@@ -40,9 +41,10 @@ class TailBatch:
 class Tail:
     def __init__(self, session: Session, query: Query, on_batch: Callable[[TailBatch], None],
                  on_error: Callable[[str], None] | None = None, limit: int = 20):
-        if query.sink != "memory":
-            raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only memory-sink queries "
-                                       "can be tailed", f"Start it with the memory sink: ss.start(df, '{query.name}')",
+        if query.sink != "memory" and not query.view:
+            raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only queries of the default "
+                                       "or memory sink can be tailed",
+                                       f"Start it with the default sink: ss.start(df, '{query.name}')",
                                        code="sink_not_tailable", data={"name": query.name})
         self.session = session
         self.query = query
@@ -57,8 +59,9 @@ class Tail:
         self.active = False
 
     def start(self) -> Tail:
-        table = self.session.spark.table(self.query.name)
-        self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
+        if not self.query.view:
+            table = self.session.spark.table(self.query.name)
+            self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
         latest = self.query.progress
         self._last_batch = latest.batch_id if latest else -1
         self.active = True
@@ -110,6 +113,12 @@ class Tail:
         return int(table.count())
 
     def _read(self, batch_id: int, input_rows: int) -> TailBatch | None:
+        if self.query.view:
+            rows = bounded_sink.batch_of(self.session.spark, self.query.view, batch_id)
+            total = self._count(rows)
+            if total == 0:
+                return None
+            return TailBatch(self.query.name, batch_id, fetch(rows, self.limit), total, self.query.mode)
         table = self.session.spark.table(self.query.name)
         if self.query.mode == "complete":
             if input_rows == 0 and batch_id > 0:

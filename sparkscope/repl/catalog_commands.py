@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .registry import REGISTRY, Arg, Complete, UsageError, command, flag, valued
-from .render import age, short_id, size
+from .render import age, short_id, sink_text, size
 from .results import Message, Table
 
 
@@ -72,7 +72,7 @@ def _restart_one(session: Any, name: str, fresh: bool) -> Message:
     resumed = (record is not None and record.checkpoint and query.checkpoint == record.checkpoint)
     where = (f"from its checkpoint (after batch {record.last_batch})" if resumed and record.last_batch is not None
              else "from its checkpoint" if resumed else "with a new checkpoint")
-    return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {query.sink} sink, {query.mode} mode",
+    return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {sink_text(query.sink, query.keep)}, {query.mode} mode",
                    {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": bool(resumed)})
 
 

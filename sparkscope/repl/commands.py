@@ -11,7 +11,7 @@ from ..client.errors import QueryNotFound, call, SparkscopeError, UnsupportedOpe
 from ..client.progress import write_history
 from ..client.planning import MODES, SINKS
 from .registry import REGISTRY, Arg, Complete, Runs, Tail, UsageError, command, flag, key_value, key_values, multi, valued
-from .render import duration_ms, progress_charts, rate, short_id, watermark
+from .render import duration_ms, progress_charts, rate, short_id, sink_text, watermark
 from .results import Block, Message, Table
 
 START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
@@ -40,7 +40,8 @@ def _float(value: Any, what: str) -> float:
 # -- queries ----------------------------------------------------------------------------------------
 @command("start", "Start the streaming DataFrame NAME (or EXPR) as a query named NAME",
          args=(Arg("NAME", complete=Complete.DATAFRAME), Arg("EXPR", optional=True)),
-         options=(valued("sink", choices=START_SINKS), valued("path", "P"), valued("table", "T"),
+         options=(valued("sink", choices=START_SINKS), valued("keep", "N|TIME"), valued("path", "P"),
+                  valued("table", "T"),
                   valued("mode", choices=MODES), valued("trigger", choices=TRIGGER_EXAMPLES),
                   valued("checkpoint", "P"), multi("option", "k=v")), tail=Tail.EXPRESSION)
 def start(ctx, args, opts):
@@ -55,16 +56,16 @@ def start(ctx, args, opts):
     if not hasattr(df, "writeStream"):
         raise UnsupportedOperation(f"'{args[-1]}' is a {type(df).__name__}, not a streaming DataFrame",
                                    "Build one from spark.readStream or ss.source.*")
-    sink = opts.get("sink", "memory")
+    sink = opts.get("sink")
     tail_here = sink == "console" and ctx.interactive
     if tail_here:  # Spark's console sink prints on the server, where a Connect client never sees it
-        sink = "memory"
+        sink = None
     query = ctx.session.start(df, name, sink, mode=opts.get("mode"),
                               trigger=opts.get("trigger"), checkpoint=opts.get("checkpoint"),
-                              path=opts.get("path"), table=opts.get("table"),
+                              path=opts.get("path"), table=opts.get("table"), keep=opts.get("keep"),
                               options=key_values(opts.get("option", []), "--option key=value"))
-    text = (f"Started {query.name} (id {short_id(query.id)}) → {query.sink} sink, {query.mode} mode, "
-            f"trigger {query.trigger}")
+    text = (f"Started {query.name} (id {short_id(query.id)}) → {sink_text(query.sink, query.keep)}, "
+            f"{query.mode} mode, trigger {query.trigger}")
     results: list[Any] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,
                                          "mode": query.mode, "trigger": str(query.trigger)})]
     if query.warning:
@@ -73,8 +74,8 @@ def start(ctx, args, opts):
         results.append(Message(f"note: :restart cannot bring {query.name} back later: {query.restart_note}"))
     if tail_here:
         ctx.live().tail(query)
-        results.append(Message("The console sink would print on the server, out of sight: writing to a memory "
-                               f"sink instead and printing each batch here (:tail --stop {name} ends that)"))
+        results.append(Message("The console sink would print on the server, out of sight: writing to the "
+                               f"default sink instead and printing each batch here (:tail --stop {name} ends that)"))
     return results
 
 
@@ -86,7 +87,7 @@ def queries(ctx, args, opts):
 
         return catalog_table(ctx.session.catalog_records())
     infos = ctx.session.queries()
-    rows = [[q.name, short_id(q.id), q.state, q.sink, q.mode, q.trigger,
+    rows = [[q.name, short_id(q.id), q.state, q.keep or q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
              rate(q.processed_rows_per_second)] for q in infos]
     footer = None if infos else "(no queries: start one with :start NAME)"
@@ -172,7 +173,7 @@ def status(ctx, args, opts):
     query = ctx.session.query(args[0])
     state = query.state
     rows = [["name", query.name], ["id", query.id], ["run id", query.run_id], ["state", state],
-            ["sink", query.sink], ["mode", query.mode], ["trigger", str(query.trigger)],
+            ["sink", sink_text(query.sink, query.keep)], ["mode", query.mode], ["trigger", str(query.trigger)],
             ["checkpoint", query.checkpoint or "-"]]
     if query.path:
         rows.append(["path", query.path])
@@ -290,7 +291,7 @@ def watch(ctx, args, opts):
     return None
 
 
-@command("tail", "Print each new micro-batch of a memory-sink query above the prompt, like the console sink "
+@command("tail", "Print each new micro-batch of a query above the prompt, like the console sink "
          "(--stop ends it)", args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
          options=(flag("follow"), valued("limit", "N"), flag("stop")), runs=Runs.WAITS)
 def tail(ctx, args, opts):

@@ -18,11 +18,14 @@ REPL_HINTS = {
     "bad_session_id": "A session id is a UUID, as printed by :session",
     "sql_is_streaming": "Start it with :start NAME spark.sql(\"…\")",
     "needs_path": "Pass --path P",
-    "sink_not_tailable": "Start it with the memory sink: :start {name}",
+    "sink_not_tailable": "Start it with the default sink: :start {name}",
+    "keep_needs_bounded": "Leave out --sink (the default sink keeps what --keep says), or --keep",
+    "continuous_bounded": "Leave out --keep (Spark's memory sink is used), or use a trigger like 1s",
     "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
     "unresolved_column": "Check the column names with :schema",
-    "server_out_of_memory": "Stop a query that keeps every row (a memory sink of a raw stream): :stop NAME; or "
-                            "give the server more memory: sparkscope server start --driver-memory 8g",
+    "server_out_of_memory": "Stop a query that keeps every row (a --sink memory query of a raw stream) with "
+                            ":stop NAME, start it without --sink memory (the default sink keeps the newest rows), "
+                            "or give the server more memory: sparkscope server start --driver-memory 8g",
 }
 
 

@@ -242,5 +242,10 @@ def age(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
+def sink_text(sink: str, keep: object) -> str:
+    """'bounded sink (last 10,000 rows)', 'memory sink'."""
+    return f"{sink} sink ({keep})" if keep else f"{sink} sink"
+
+
 def short_id(query_id: str) -> str:
     return query_id[:8]

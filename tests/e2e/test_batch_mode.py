@@ -54,7 +54,7 @@ def test_file_with_a_stream_start_sql_and_stop(remote_url, tmp_path):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Started evens (id ") and lines[0].endswith(
-        ") → memory sink, append mode, trigger available-now")
+        ") → bounded sink (last 10,000 rows), append mode, trigger available-now")
     assert lines[1:] == ["evens ended (stopped)", "+-------+------+", "| total | rows |", "|-------+------|",
                          "| 30    | 5    |", "+-------+------+", "(1 row)", "evens is not running (stopped)"]
 

@@ -41,7 +41,8 @@ def test_ctrl_c_in_a_long_command_leaves_the_query_running(repl):
         repl.child.sendcontrol("c")
         out = repl.prompt()
         assert notice in out, f"{command}: {out}"
-        assert repl.run("ss.query('kept').is_active").strip().endswith("True"), command
+        # an alert ("batch N took longer than its trigger" while the cores were busy) may print too
+        assert "True" in repl.run("ss.query('kept').is_active").splitlines(), command
         last = wait_for_more_batches(repl, "kept", last)  # still active, and still making batches
     assert re.search(r"\| kept\s+\| [0-9a-f]{8} \| active", repl.run(":queries"))
     assert repl.run(":stop kept").strip() == "Stopped kept"

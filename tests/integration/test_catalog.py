@@ -62,7 +62,7 @@ def test_a_stopped_query_restarts_from_its_checkpoint_with_nothing_lost_or_repea
 
 
 def test_a_failed_query_is_recorded_and_restarts(ss):
-    doomed = ss.start(ss.source.rate(5).selectExpr("assert_true(value < 3) AS ok"), "cat_doomed")
+    doomed = ss.start(ss.source.rate(5).selectExpr("assert_true(value < 3) AS ok"), "cat_doomed", sink="memory")
     with pytest.raises(sparkscope.QueryFailed):
         doomed.await_termination(120)
     assert doomed.state == "failed"

@@ -45,7 +45,7 @@ def test_peek_bad_counts_and_unreadable_sinks(ss):
         with pytest.raises(UnsupportedOperation) as err:
             ss.peek("to_console")
         assert str(err.value) == ("Query to_console writes to a console sink, which cannot be read back. "
-                                  "Start it with the memory sink (the default) to peek at its rows.")
+                                  "Start it with the default sink to peek at its rows.")
         with pytest.raises(ConfigError, match="Cannot show -1 rows"):
             ss.peek("to_console", -1)
         assert query.is_active

@@ -55,10 +55,11 @@ def test_an_out_of_memory_server_is_one_line_that_says_what_to_do(channel):
     error = translate(failure(channel, "UNKNOWN", "java.lang.OutOfMemoryError: Java heap space"))
     assert isinstance(error, ServerOutOfMemory)
     assert str(error) == ("The Spark server ran out of memory (Java heap space). Stop a query that keeps every "
-                          "row (a memory sink of a raw stream): ss.query('NAME').stop(); or give the server more "
+                          "row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it without "
+                          "sink='memory' (the default sink keeps the newest rows), or give the server more "
                           "memory: sparkscope server start --driver-memory 8g.")
     assert repl_text(error).startswith("The Spark server ran out of memory (Java heap space). Stop a query that "
-                                       "keeps every row (a memory sink of a raw stream): :stop NAME;")
+                                       "keeps every row (a --sink memory query of a raw stream) with :stop NAME,")
 
 
 def test_unknown_is_one_line_pointing_at_the_log(channel):

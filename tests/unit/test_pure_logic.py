@@ -246,7 +246,8 @@ def test_usage_is_generated_from_what_the_parser_accepts():
     registry, _ = _commands()
     assert registry.usage("stop") == ":stop [NAME] [--all]"
     assert registry.usage("start") == (
-        ":start NAME [EXPR] [--sink memory|console|table|parquet|json|csv|orc|text] [--path P] [--table T] "
+        ":start NAME [EXPR] [--sink bounded|memory|console|table|parquet|json|csv|orc|text] [--keep N|TIME] "
+        "[--path P] [--table T] "
         "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
         "[--option k=v]…")
     assert registry.usage("watch") == ":watch [NAME…]"
@@ -327,3 +328,78 @@ def test_a_bad_driver_memory_is_one_line():
     with pytest.raises(ServerError) as err:
         check_memory("lots")
     assert str(err.value) == "'lots' is not a memory size. Write a number and a unit, e.g. 4g or 512m."
+
+
+@pytest.mark.parametrize("text, shown, spec", [
+    (None, "last 10,000 rows", "10000"),
+    ("500", "last 500 rows", "500"),
+    ("50k", "last 50,000 rows", "50000"),
+    ("5000 rows", "last 5,000 rows", "5000"),
+    ("10m", "last 10 min", "600s,1000000"),
+    ("1h", "last 1 h", "3600s,1000000"),
+    ("10m,50000", "last 10 min, at most 50,000 rows", "600s,50000"),
+])
+def test_what_the_bounded_sink_keeps(text, shown, spec):
+    from sparkscope.client.planning import parse_keep
+
+    retention = parse_keep(text)
+    assert (str(retention), retention.spec()) == (shown, spec)
+    assert parse_keep(retention.spec()) == retention  # what the catalog stores reads back the same
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x", "'x' is not what to keep. Write a row count (10000, 50k) or a time (10m, 1h), or both: 10m,50000."),
+    ("0", "'0' is not what to keep. Write a row count (10000, 50k) or a time (10m, 1h), or both: 10m,50000."),
+    ("5,6", "'5,6' is not what to keep. Write a row count (10000, 50k) or a time (10m, 1h), or both: 10m,50000."),
+    ("2M", "Keeping 2,000,000 rows is more than the bounded sink holds (1,000,000). Write that many rows to a "
+           "file sink, or to Spark's memory sink."),
+])
+def test_what_to_keep_is_checked(text, message):
+    from sparkscope.client.planning import parse_keep
+
+    with pytest.raises(ConfigError) as err:
+        parse_keep(text)
+    assert str(err.value) == message
+
+
+def test_the_default_sink_is_bounded_unless_a_complete_result_replaces_itself():
+    from sparkscope.client.planning import default_sink, memory_sink_warning
+
+    processing, continuous = parse_trigger("1s"), parse_trigger("continuous:1s")
+    assert [default_sink(mode, processing) for mode in ("append", "update", "complete")] == [
+        "bounded", "bounded", "memory"]
+    assert default_sink("append", continuous) == "memory"  # continuous processing has no foreachBatch
+    assert memory_sink_warning("memory", "append", processing) == (
+        "Spark's memory sink keeps every row of this append-mode stream in the server's memory: reading it slows "
+        "as it grows, and the server can run out of memory (the default sink keeps the newest 10,000 rows)")
+    assert memory_sink_warning("memory", "append", continuous).endswith(
+        "(continuous processing cannot use the bounded sink; stop it when you have seen enough)")
+    assert memory_sink_warning("memory", "complete", processing) is None
+    assert memory_sink_warning("bounded", "append", processing) is None
+
+
+FOREACH_BATCH_FAILURE = """(STREAM_FAILED) [PYTHON_EXCEPTION] [session: 8567da67] [userId: ] Found error inside \
+foreachBatch Python process: Traceback (most recent call last):
+  File "/x/foreach_batch_worker.py", line 72, in process
+  File "/x/sparkscope/client/bounded_sink.py", line 52, in __call__
+    new = batch_df.limit(self.rows).toArrow()
+          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/x/pyspark/sql/connect/client/core.py", line 2443, in _handle_rpc_error
+    raise convert_exception(
+pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] '(value < 3)' is not true! \
+SQLSTATE: P0001
+
+JVM stacktrace:
+org.apache.spark.SparkRuntimeException
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.raiseError(QueryExecutionErrors.scala:3082)
+"""
+
+
+def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it_raised():
+    from sparkscope.client.query import summarise_error
+
+    assert summarise_error(FOREACH_BATCH_FAILURE) == "'(value < 3)' is not true!"
+    own = FOREACH_BATCH_FAILURE.replace(
+        "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] '(value < 3)' is not "
+        "true! SQLSTATE: P0001", "ValueError: the sensor id is missing")
+    assert summarise_error(own) == "ValueError: the sensor id is missing"

@@ -1,0 +1,158 @@
+"""The default sink of append and update streams keeps the newest rows only (client/bounded_sink.py),
+against the real server: what it keeps, in which order, across batches, retries and time; Spark's
+memory sink when asked for, with its warning; restart and tail."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from sparkscope.client.bounded_sink import BATCH_COLUMN, KeepNewest, rows_of
+from sparkscope.client.errors import ConfigError
+from tests.helpers import wait_for
+
+
+def _files(directory, batches: int, per_batch: int = 10) -> None:
+    """One JSON file per batch: batch k holds ids k*per_batch … k*per_batch+per_batch-1 (Spark reads the
+    files oldest first, so each gets its own modification time)."""
+    start = time.time() - 3600
+    for k in range(batches):
+        lines = (json.dumps({"id": k * per_batch + i}) for i in range(per_batch))
+        path = directory / f"part-{k:03d}.json"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (start + k, start + k))
+
+
+def _ids(rows) -> list[int]:
+    return [row[0] for row in rows.rows]
+
+
+def _finished(ss, name: str) -> None:
+    query = ss.query(name)
+    assert query.await_termination(timeout=120), f"{name} did not finish"
+    assert query.state == "stopped", query.exception
+
+
+def test_an_append_stream_keeps_only_the_newest_rows_newest_batch_first(ss, data_dir):
+    _files(data_dir, batches=5)
+    df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
+    query = ss.start(df, "newest", keep=25, trigger="available-now")
+    assert (query.sink, str(query.keep), query.warning) == ("bounded", "last 25 rows", None)
+    _finished(ss, "newest")
+    assert query.progress.batch_id == 4  # five batches of ten rows each went through
+    everything = ss.peek("newest", n=1000)
+    assert everything.columns == ["id"]  # the batch column stays inside
+    ids = _ids(everything)
+    assert len(ids) == 25
+    assert set(ids[:10]) == set(range(40, 50)) and set(ids[10:20]) == set(range(30, 40))
+    assert set(ids[20:]) < set(range(20, 30))  # five of the third-newest batch
+    assert set(_ids(ss.peek("newest", n=10))) == set(range(40, 50))
+    assert _ids(ss.peek("newest", n=3, where="id >= 30", order_by="id")) == [30, 31, 32]  # within what is kept
+    # spark.table and SQL see the same rows under the query's name
+    assert ss.spark.sql("SELECT count(*) AS n, max(id) AS top FROM newest").collect()[0].asDict() == {
+        "n": 25, "top": 49}
+    assert [info.keep for info in ss.queries() if info.name == "newest"] == ["last 25 rows"]
+
+
+def test_the_memory_sink_still_keeps_every_row_and_says_so(ss, data_dir):
+    _files(data_dir, batches=5)
+    df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
+    query = ss.start(df, "everything", sink="memory", trigger="available-now")
+    assert query.warning == (
+        "Spark's memory sink keeps every row of this append-mode stream in the server's memory: reading it slows "
+        "as it grows, and the server can run out of memory (the default sink keeps the newest 10,000 rows)")
+    _finished(ss, "everything")
+    assert query.sink == "memory" and query.keep is None
+    assert sorted(_ids(ss.peek("everything", n=1000))) == list(range(50))
+    assert ss.spark.table("everything").count() == 50
+
+
+def test_a_complete_aggregation_goes_to_the_memory_sink_without_a_warning(ss, data_dir):
+    _files(data_dir, batches=2)
+    df = ss.spark.readStream.schema("id LONG").json(str(data_dir))
+    query = ss.start(df.groupBy((df.id % 2).alias("odd")).count(), "parity", trigger="available-now")
+    assert (query.sink, query.mode, query.warning) == ("memory", "complete", None)
+    _finished(ss, "parity")
+    assert ss.peek("parity", order_by="odd").rows == [(0, 10), (1, 10)]
+
+
+def test_keep_is_only_for_the_bounded_sink(ss, data_dir):
+    df = ss.spark.readStream.schema("id LONG").json(str(data_dir))
+    with pytest.raises(ConfigError) as err:
+        ss.start(df, "wrong", sink="memory", keep=10)
+    assert str(err.value) == ("Only the bounded sink keeps a number of rows, not the memory sink. "
+                              "Leave out the sink, or keep.")
+    with pytest.raises(ConfigError) as err:
+        ss.start(df, "wrong", keep="lots")
+    assert str(err.value).startswith("'lots' is not what to keep.")
+    assert [q.name for q in ss.running()] == []
+
+
+def test_a_bounded_query_restarts_from_its_checkpoint_and_keeps_what_it_kept_before(ss, data_dir):
+    _files(data_dir, batches=3)
+    df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
+    query = ss.start(df, "again", keep="1k")
+    wait_for(lambda: query.progress and query.progress.batch_id >= 2, what="three batches")
+    query.stop()
+    (data_dir / "part-100.json").write_text('{"id": 1000}\n')
+    restarted = ss.restart("again")
+    assert (restarted.sink, str(restarted.keep)) == ("bounded", "last 1,000 rows")
+    # the checkpoint says files 0-2 are done: only the new file is read, and nothing twice
+    wait_for(lambda: _ids(ss.peek("again")) == [1000], what="the new file's row")
+    assert restarted.progress.batch_id == 3
+
+
+# -- the foreachBatch function itself, called with real batch DataFrames of the server --------------
+def _kept(ss, view: str) -> list[tuple[int, int]]:
+    table = ss.spark.table(f"global_temp.`{view}`")
+    return [(row[0], row[1]) for row in table.select("id", BATCH_COLUMN).collect()]
+
+
+@pytest.fixture
+def keeper(ss):
+    made: list[str] = []
+
+    def make(rows: int, seconds: float | None = None, replace: bool = False) -> KeepNewest:
+        view = f"sparkscope_test_{len(made)}_{id(made)}"
+        made.append(view)
+        return KeepNewest(view, rows, seconds, replace)
+
+    yield make
+    for view in made:
+        ss.spark.catalog.dropGlobalTempView(view)
+
+
+def _batch(ss, first: int, count: int):
+    return ss.spark.range(first, first + count).toDF("id")
+
+
+def test_rows_older_than_the_time_kept_are_dropped_at_the_next_batch(ss, keeper):
+    now = [1000.0]
+    keep = keeper(rows=100, seconds=60)
+    keep.clock = lambda: now[0]
+    keep(_batch(ss, 0, 3), 0)
+    now[0] += 30
+    keep(_batch(ss, 10, 2), 1)
+    assert sorted(_kept(ss, keep.view)) == [(0, 0), (1, 0), (2, 0), (10, 1), (11, 1)]
+    now[0] += 31  # batch 0 is now 61 s old, batch 1 31 s
+    keep(_batch(ss, 0, 0), 2)  # an empty batch still lets old rows go
+    assert sorted(_kept(ss, keep.view)) == [(10, 1), (11, 1)]
+
+
+def test_a_retried_batch_replaces_its_rows_instead_of_adding_them_twice(ss, keeper):
+    keep = keeper(rows=100)
+    keep(_batch(ss, 0, 3), 0)
+    keep(_batch(ss, 10, 3), 1)
+    keep(_batch(ss, 10, 3), 1)
+    assert sorted(_kept(ss, keep.view)) == [(0, 0), (1, 0), (2, 0), (10, 1), (11, 1), (12, 1)]
+
+
+def test_complete_mode_keeps_the_latest_result_only(ss, keeper):
+    keep = keeper(rows=100, replace=True)
+    keep(_batch(ss, 0, 3), 0)
+    keep(_batch(ss, 5, 2), 1)
+    assert sorted(_kept(ss, keep.view)) == [(5, 1), (6, 1)]
+    assert rows_of(ss.spark, keep.view).columns == ["id"]

@@ -4,8 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
+BENCHSTAMP := $(VENV)/.installed-bench
+SOAK_MINUTES ?= 60
 
-.PHONY: run test test-cluster unit bench lint install server-stop clean
+.PHONY: run test test-cluster unit bench soak lint install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -21,6 +23,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 $(TESTSTAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+$(BENCHSTAMP): $(TESTSTAMP)
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test,bench]'
 	@touch $@
 
 install: $(STAMP)
@@ -43,6 +49,10 @@ unit: $(TESTSTAMP)
 
 bench: $(TESTSTAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# 20 queries for SOAK_MINUTES with :watch open; CSV and PNG in benchmarks/results/ (not part of bench)
+soak: $(BENCHSTAMP)
+	$(BIN)/python benchmarks/soak.py $(SOAK_MINUTES)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check sparkscope tests benchmarks examples

@@ -1,7 +1,11 @@
-"""Embedded server: cold start and warm reuse, next to pyspark's SparkSession.builder.remote("local[*]").
+"""Embedded server: cold start and warm reuse, and the first result after a cold start, next to pyspark's
+SparkSession.builder.remote("local[*]") (start, then spark.range(1).collect()).
 
-Each figure is the median of RUNS runs; the ratio is against pyspark's own local Connect start
-measured in the same run. Run: make bench  (or .venv/bin/python benchmarks/bench_startup.py)
+Cold start: LocalServer.start in an empty state dir until the server answers. First result: the whole
+`sparkscope -c "spark.range(3).count()"` command in an empty home (Python start-up, the server's cold
+start, the session and the query) until it exits with the answer. Each figure is the median of RUNS
+runs; the ratio is against pyspark's own local Connect start measured in the same runs.
+Run: make bench  (or .venv/bin/python benchmarks/bench_startup.py)
 """
 
 from __future__ import annotations
@@ -33,11 +37,34 @@ def pyspark_local_start() -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def first_result() -> float:
+    """`sparkscope -c` in an empty home: server cold start included; the server is stopped after."""
+    import os
+
+    sparkscope = str(Path(sys.executable).parent / "sparkscope")
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "XDG_STATE_HOME": f"{home}/state", "XDG_CONFIG_HOME": f"{home}/config"}
+        env.pop("SPARK_REMOTE", None)
+        t = time.perf_counter()
+        out = subprocess.run([sparkscope, "--port", str(free_port()), "-c", "spark.range(3).count()"],
+                             capture_output=True, text=True, timeout=300, env=env)
+        took = time.perf_counter() - t
+        subprocess.run([sparkscope, "server", "stop"], capture_output=True, timeout=120, env=env)
+        if out.stdout.strip().splitlines()[-1:] != ["3"]:
+            raise RuntimeError(f"unexpected answer: {out.stdout!r} {out.stderr!r}")
+        return took
+
+
+def free_port() -> int:
+    from sparkscope.client.processes import free_port as pick
+
+    return pick()
+
+
 def main() -> None:
-    from sparkscope.client.processes import free_port
     from sparkscope.client.server import LocalServer
 
-    cold, warm, baseline = [], [], []
+    cold, warm, baseline, first = [], [], [], []
     for _ in range(RUNS):
         with tempfile.TemporaryDirectory() as home:
             server = LocalServer(Path(home))
@@ -51,9 +78,12 @@ def main() -> None:
             assert info.reused
             server.stop()
         baseline.append(pyspark_local_start())
-    c, w, b = (statistics.median(x) for x in (cold, warm, baseline))
+        first.append(first_result())
+    c, w, b, f = (statistics.median(x) for x in (cold, warm, baseline, first))
     print(f"embedded server cold start : {c:6.2f} s  ({c / b:.2f}x pyspark remote('local[*]'))")
     print(f"embedded server warm reuse : {w:6.3f} s  ({w / b:.3f}x pyspark remote('local[*]'))")
+    print(f"first result, cold start   : {f:6.2f} s  ({f / b:.2f}x pyspark remote('local[*]'); "
+          "sparkscope -c 'spark.range(3).count()')")
     print(f"pyspark remote('local[*]') : {b:6.2f} s  (baseline, median of {RUNS})")
 
 

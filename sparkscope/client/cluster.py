@@ -114,7 +114,7 @@ def default_worker_cores(workers: int) -> int:
 
 
 def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, env: dict[str, str],
-                  timeout: float, on_wait: Callable[[float], None] | None = None) -> Cluster:
+                  timeout: float, on_wait: Callable[[float, str], None] | None = None) -> Cluster:
     """Start a master and `workers` workers, and wait until every worker has registered."""
     from .server import pyspark_home
 
@@ -157,7 +157,7 @@ def _launch(folder: Path, role: str, cmd: list[str], port: int, webui_port: int,
     return Member(role=role, pid=proc.pid, port=port, webui_port=webui_port, started_at=started, log=str(log_path))
 
 
-def _wait_registered(cluster: Cluster, workers: int, deadline: float, on_wait: Callable[[float], None] | None,
+def _wait_registered(cluster: Cluster, workers: int, deadline: float, on_wait: Callable[[float, str], None] | None,
                      begin: float) -> None:
     while True:
         for member in cluster.members:
@@ -172,7 +172,7 @@ def _wait_registered(cluster: Cluster, workers: int, deadline: float, on_wait: C
             raise ServerError(f"The cluster's workers did not register with the master within "
                               f"{deadline - begin:.0f}s", f"See the logs in {Path(cluster.master.log).parent}")
         if on_wait:
-            on_wait(time.monotonic() - begin)
+            on_wait(time.monotonic() - begin, "starting the cluster")
         time.sleep(0.25)
 
 

@@ -162,6 +162,17 @@ def _is_our_server(info: ServerInfo) -> bool:
     return not info.ready or not Path("/proc/self").exists() or listens_on(info.pid, info.port)
 
 
+def startup_stage(log_lines: list[str]) -> str:
+    """Where a starting server is, from what it logged since it started (server-config's log4j2 keeps
+    SparkConnectServer's two lines)."""
+    text = "\n".join(log_lines[-200:])
+    if "Spark Connect server started" in text:
+        return "opening a session"
+    if "Starting Spark session" in text:
+        return "starting the Spark session"
+    return "starting Java"
+
+
 class LocalServer:
     """Start, stop and inspect the embedded server whose files live in `home` (the state dir)."""
 
@@ -290,7 +301,7 @@ class LocalServer:
         conf: dict[str, str] | None = None,
         token: str | None = None,
         timeout: float = 180.0,
-        on_wait: Callable[[float], None] | None = None,
+        on_wait: Callable[[float, str], None] | None = None,
         require_token: bool = True,
         workers: int = 0,
         worker_cores: int | None = None,
@@ -395,7 +406,7 @@ class LocalServer:
         return info
 
     def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
-                    on_wait: Callable[[float], None] | None, proc: subprocess.Popen | None = None) -> str:
+                    on_wait: Callable[[float, str], None] | None, proc: subprocess.Popen | None = None) -> str:
         target = info.target(token)  # without one given, the server's own
         deadline = time.monotonic() + timeout
         begin = time.monotonic()
@@ -422,7 +433,7 @@ class LocalServer:
                 raise ServerError(f"The Spark Connect server did not answer within {timeout:.0f}s",
                                   f"See the log: {self.log_path}")
             if on_wait:
-                on_wait(time.monotonic() - begin)
+                on_wait(time.monotonic() - begin, startup_stage(self._new_log_lines(log_offset)))
             time.sleep(0.25)
 
     def _new_log_lines(self, offset: int) -> list[str]:

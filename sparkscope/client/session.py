@@ -48,7 +48,7 @@ _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), 
 def resolve_target(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
                    session_id: str | None = None, start_server: bool = True,
                    server_home: Path | None = None,
-                   on_server_wait: Callable[[float], None] | None = None, port: int | None = None) -> Target:
+                   on_server_wait: Callable[[float, str], None] | None = None, port: int | None = None) -> Target:
     """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured
     (on `port`, or 15002 or the next free port after it)."""
     target = resolve(remote, profile=profile, token=token, session_id=session_id)

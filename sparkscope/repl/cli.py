@@ -228,9 +228,9 @@ def server_main(args) -> int:
     if args.action == "start":
         tty = sys.stderr.isatty()
 
-        def waiting(elapsed: float) -> None:
+        def waiting(elapsed: float, stage: str) -> None:
             if tty:
-                sys.stderr.write(f"\rStarting Spark Connect server… {elapsed:4.1f}s")
+                sys.stderr.write(f"\rStarting Spark Connect server: {stage}… {elapsed:4.1f}s".ljust(70))
                 sys.stderr.flush()
 
         if args.no_token:
@@ -245,7 +245,7 @@ def server_main(args) -> int:
                                worker_cores=args.worker_cores, worker_memory=args.worker_memory,
                                driver_memory=args.driver_memory)
         if tty:
-            sys.stderr.write("\r" + " " * 50 + "\r")
+            sys.stderr.write("\r" + " " * 70 + "\r")
         auth = "token required" if started.auth else "no token"
         if started.reused:
             print(f"Spark Connect server already running: {started.url} (pid {started.pid}, "
@@ -325,14 +325,16 @@ def _cluster_rows(cluster) -> list[tuple[str, object]]:
 
 
 # -- REPL ----------------------------------------------------------------------------------------------
-def _opener(args):
+def _opener(args, on_server_wait=None):
+    """The function that opens the REPL's session; `on_server_wait(elapsed, stage)` hears how the start of
+    the embedded server goes, when it has to be started."""
     from ..client.session import Session, resolve_target
     from .diagnostics import quiet_pyspark_loggers
 
     def open_session():
         quiet_pyspark_loggers()
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
-                                on_server_wait=None, port=args.port)
+                                on_server_wait=on_server_wait, port=args.port)
         if getattr(args, "reattach", False) and not args.session_id:
             return Session.reattach(target)
         return Session.open(target)
@@ -365,7 +367,7 @@ def repl_main(args) -> int:
     from .shell import run_shell
 
     def connect() -> None:
-        executor.connect_in_background(_opener(args))
+        executor.connect_in_background(_opener(args, executor.server_starting))
         _report_connection_later(executor)
 
     if args.init:  # the init script needs the session before the prompt

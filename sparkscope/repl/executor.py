@@ -77,6 +77,7 @@ class Executor:
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         self._state_hooks: list[Callable[[], None]] = []
+        self.startup: str | None = None  # how the embedded server's start goes, while it starts
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
         self.namespace["exit"] = self.namespace["quit"] = _Leave(self)
 
@@ -155,6 +156,13 @@ class Executor:
     def live(self) -> Any:
         """Alerts and tails for this session (started on first use)."""
         return self._start_live(self.session)
+
+    def server_starting(self, elapsed: float, stage: str) -> None:
+        """The embedded server is starting (called about 4 times a second): shown in the toolbar."""
+        shown = f"{stage}, {elapsed:.0f} s"
+        if shown != self.startup:
+            self.startup = shown
+            self._state_changed()
 
     def on_state_change(self, hook: Callable[[], None]) -> None:
         """Call `hook` (from any thread) when the connection or a query's state changes."""

@@ -217,7 +217,8 @@ class Shell:
                         f"queries: {active}  <i>:help</i>")
         if not executor.connecting:
             return HTML(f" <b>{_escape(self.target_display)}</b>  not connected  <i>:help</i>")
-        return HTML(f" <b>{_escape(self.target_display)}</b>  connecting…")
+        starting = f" (Spark server: {_escape(executor.startup)})" if executor.startup else ""
+        return HTML(f" <b>{_escape(self.target_display)}</b>  connecting…{starting}")
 
     def _confirm(self, question: str) -> bool:
         try:

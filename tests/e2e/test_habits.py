@@ -54,6 +54,23 @@ def test_the_toolbar_follows_connection_and_failures_without_a_key(remote_url):
     child.expect(pexpect.EOF, timeout=30)
 
 
+def test_the_toolbar_shows_how_a_cold_start_of_the_server_goes(tmp_path):
+    from sparkscope.client.processes import free_port
+    from sparkscope.client.server import LocalServer
+
+    child = spawn("--port", str(free_port()), env={"PROMPT_TOOLKIT_NO_CPR": "0", "XDG_STATE_HOME": str(tmp_path)})
+    try:
+        screen = Screen(child, answer_cpr=True)
+        screen.wait_for(lambda text: re.search(r"connecting… \(Spark server: starting (Java|the Spark session), "
+                                               r"\d+ s\)", text), timeout=60, what="the start-up stage")
+        screen.wait_for(lambda text: re.search(r"session [0-9a-f]{8}\s+queries: 0", text), timeout=120,
+                        what="the toolbar to show the session once the server is up")
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        LocalServer(tmp_path / "sparkscope").stop(grace=10)
+
+
 def test_tables_fit_an_80_column_terminal(remote_url):
     child = spawn("--remote", remote_url, cols=80)
     repl = Repl(child)

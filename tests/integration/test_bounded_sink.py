@@ -102,7 +102,7 @@ def test_a_bounded_query_restarts_from_its_checkpoint_and_keeps_what_it_kept_bef
     assert (restarted.sink, str(restarted.keep)) == ("bounded", "last 1,000 rows")
     # the checkpoint says files 0-2 are done: only the new file is read, and nothing twice
     wait_for(lambda: _ids(ss.peek("again")) == [1000], what="the new file's row")
-    assert restarted.progress.batch_id == 3
+    assert wait_for(lambda: restarted.progress, what="the batch's progress").batch_id == 3
 
 
 # -- the foreachBatch function itself, called with real batch DataFrames of the server --------------

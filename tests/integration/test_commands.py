@@ -145,7 +145,7 @@ def test_restart_fresh_asks_and_forget_keeps_the_checkpoint_unless_asked(shell, 
 
 
 def test_queries_all_and_checkpoints_show_the_catalog(shell):
-    shell.run(":start listed ss.source.rate(5)")
+    shell.run(":start listed ss.source.rate(5) --sink memory")  # a memory sink resumes nothing from it
     shell.run(":stop listed")
     ok, out, _ = shell.run(":queries --all")
     assert ok and re.search(r"\| listed\s+\|( [0-9a-f]{8} \|)? stopped", out), out

@@ -403,3 +403,13 @@ def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it
         "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] '(value < 3)' is not "
         "true! SQLSTATE: P0001", "ValueError: the sensor id is missing")
     assert summarise_error(own) == "ValueError: the sensor id is missing"
+
+
+def test_the_start_up_stage_comes_from_the_server_log():
+    from sparkscope.client.server import startup_stage
+
+    assert startup_stage([]) == "starting Java"
+    begun = ["26/11/22 18:33:00 INFO SparkConnectServer: Starting Spark session."]
+    assert startup_stage(begun) == "starting the Spark session"
+    assert startup_stage(begun + ["26/11/22 18:33:04 INFO SparkConnectServer: Spark Connect server started at: "
+                                  "127.0.0.1:34155"]) == "opening a session"

@@ -49,7 +49,15 @@ class KeepNewest:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of this worker process
             self.schema = StructType([*batch_df.schema.fields, StructField(BATCH_COLUMN, LongType(), False)])
         now = (self.clock or time.time)()
-        new = batch_df.limit(self.rows).toArrow()
+        # Every partition of the batch must be computed: a stateful query commits its state per partition
+        # (Spark fails the batch when one is missing), and the progress counts the rows read. So the batch
+        # is cached and counted, then the newest rows are taken from the cache.
+        batch_df.persist()
+        try:
+            batch_df.count()
+            new = batch_df.limit(self.rows).toArrow()
+        finally:
+            batch_df.unpersist()
         older = [] if self.replace else [chunk for chunk in self.chunks if chunk[1] != batch_id]  # a retried batch
         expired = self.seconds is not None and any(now - chunk[0] > self.seconds for chunk in older)
         if new.num_rows == 0 and not expired and not self.replace:

@@ -25,7 +25,7 @@ from .paths import private_dir, server_config_dir, state_dir, write_private
 from .probe import port_open, try_probe
 from .processes import is_ours, kill, listens_on, next_free_port, usable
 from .remote import DEFAULT_PORT, TOKEN_ENV, Target, local_target
-from .secrets import remember_secret
+from .secrets import redact, remember_secret
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 TOKEN_CONF = "spark.connect.authenticate.token"
@@ -479,15 +479,20 @@ class LocalServer:
 
     # -- logs -----------------------------------------------------------------------------------
     def log_lines(self, follow: bool = False, last: int = 200) -> Iterator[str]:
+        """The log's last lines, tokens hidden: pyspark's foreachBatch worker (the default sink's too) logs
+        its connection URL, token included, when it starts."""
         if not self.log_path.exists():
             raise ServerError(f"No server log at {self.log_path}", "Start the server first: sparkscope server start")
+        token = self.token()
+        if token:
+            remember_secret(token)
         with open(self.log_path, errors="replace") as fh:
             for line in fh.readlines()[-last:]:
-                yield line.rstrip("\n")
+                yield redact(line.rstrip("\n"))
             while follow:
                 line = fh.readline()
                 if line:
-                    yield line.rstrip("\n")
+                    yield redact(line.rstrip("\n"))
                 else:
                     time.sleep(0.2)
 

@@ -57,6 +57,19 @@ def test_an_append_stream_keeps_only_the_newest_rows_newest_batch_first(ss, data
     assert [info.keep for info in ss.queries() if info.name == "newest"] == ["last 25 rows"]
 
 
+def test_a_stateful_query_that_outputs_more_than_is_kept_commits_every_partition(ss, data_dir):
+    # Taking only the newest rows must not skip partitions: Spark fails a batch whose state stores did not
+    # all commit (STATE_STORE_COMMIT_VALIDATION_FAILED), and the progress would count too few input rows
+    _files(data_dir, batches=3, per_batch=50)
+    df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
+    query = ss.start(df.groupBy("id").count(), "many_keys", mode="update", keep=10, trigger="available-now")
+    assert (query.sink, query.mode) == ("bounded", "update")
+    _finished(ss, "many_keys")
+    assert [p.input_rows for p in ss.recent_progress(query, last=10) if p.input_rows] == [50, 50, 50]
+    kept = _ids(ss.peek("many_keys", n=100))
+    assert len(kept) == 10 and set(kept) < set(range(100, 150))  # ten of the newest batch's keys
+
+
 def test_the_memory_sink_still_keeps_every_row_and_says_so(ss, data_dir):
     _files(data_dir, batches=5)
     df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))

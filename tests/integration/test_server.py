@@ -14,7 +14,7 @@ import pytest
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
-from tests.helpers import sparkscope_bin
+from tests.helpers import sparkscope_bin, wait_for
 
 
 def run(*args, env=None, timeout=120):
@@ -70,10 +70,17 @@ def test_tables_are_written_under_the_state_dir_not_the_current_directory(server
         ss.sql("DROP TABLE kept_table")
 
 
-def test_logs_prints_the_server_log(server):
+def test_logs_prints_the_server_log_without_its_token(server, ss, sandbox):
+    query = ss.start(ss.source.rate(5), "logged")  # the default sink's foreachBatch worker logs its URL
+    wait_for(lambda: query.progress, what="a batch")
+    query.stop()
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    assert token in (sandbox / "state" / "sparkscope" / "server.log").read_text()  # pyspark's doing
     out = run("server", "logs", "-n", "1000000")
     assert out.returncode == 0
     assert "Spark Connect server started at: 127.0.0.1:%d" % server.port in out.stdout
+    assert "Streaming ForeachBatch worker is starting with url" in out.stdout
+    assert token not in out.stdout
 
 
 def test_stale_pid_file_is_cleaned_up(tmp_path):

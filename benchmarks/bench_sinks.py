@@ -76,15 +76,19 @@ def run(ss, info, candidate: str, folder: str) -> dict:
             raise RuntimeError(f"{name} ended: {query.exception}")
         time.sleep(0.5)
     print(f"  {candidate}: {written[0]:,} rows after {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    late = peek_ratio(ss, name)
+    with lock:
+        batch_ms = statistics.median(add_batch) if add_batch else 0.0
+    try:
+        late = peek_ratio(ss, name)
+    except Exception as exc:  # Spark's memory sink can take the server down here: that is the figure
+        return {"rows": written[0], "early": early, "late": None, "failed": str(exc), "batch_ms": batch_ms,
+                "heap_growth": None, "worker_rss": 0.0}
     rows_then = written[0]
     workers = [pid for pid in children(info.pid) if pid not in workers_before]
     worker_rss = sum(rss_mb(pid) for pid in workers)
     heap_after = heap_used_mb(info.pid)
     unsubscribe()
     query.stop()
-    with lock:
-        batch_ms = statistics.median(add_batch) if add_batch else 0.0
     ss.spark.sql(f"DROP VIEW IF EXISTS {name}")  # the memory sink's rows go with its view
     return {"rows": rows_then, "seconds": time.monotonic() - started, "early": early, "late": late,
             "batch_ms": batch_ms, "batches": len(add_batch), "heap_growth": heap_after - heap_before,
@@ -98,11 +102,7 @@ def main() -> None:
     with private_server_info() as info, tempfile.TemporaryDirectory(prefix="sparkscope-bench-sinks-") as folder, \
             sparkscope.connect(f"sc://localhost:{info.port}") as ss:
         for candidate in CANDIDATES:
-            try:
-                results[candidate] = run(ss, info, candidate, folder)
-            except Exception as exc:  # the memory sink can exhaust the server: that is a result too
-                print(f"{candidate}: failed: {exc}")
-                break
+            results[candidate] = run(ss, info, candidate, folder)
             print(f"  {candidate}: done", file=sys.stderr, flush=True)
     memory_batch = results["memory"]["batch_ms"] if "memory" in results else 1.0
     print(f"rate stream of {RATE:,} rows/s into each sink until {TARGET:,} rows; peek ratios are to a trivial "
@@ -112,6 +112,10 @@ def main() -> None:
     for candidate, r in results.items():
         batch = (f"{r['batch_ms']:6.0f} ms {r['batch_ms'] / memory_batch:5.2f}x mem" if "memory" in results
                  else f"{r['batch_ms']:6.0f} ms    n/a   ")
+        if r["late"] is None:
+            print(f"{candidate:8} {r['rows']:>10,} {r['early'][0] * 1000:7.1f} ms {r['early'][1]:5.2f}x "
+                  f"{'server died':>16} {batch}   peeking at {r['rows']:,} rows: {r['failed'][:60]}")
+            continue
         print(f"{candidate:8} {r['rows']:>10,} {r['early'][0] * 1000:7.1f} ms {r['early'][1]:5.2f}x "
               f"{r['late'][0] * 1000:7.1f} ms {r['late'][1]:5.2f}x {batch} "
               f"{r['heap_growth']:9.0f} MB {r['worker_rss']:7.0f} MB")

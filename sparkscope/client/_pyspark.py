@@ -27,6 +27,8 @@ INTERNALS = (
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_execution_thread"),
     ("pyspark.sql.connect.streaming.query.StreamingQueryListenerBus", "_lock"),
     ("pyspark.sql.connect.client.core.ChannelBuilder", "_secure_channel"),
+    ("pyspark.sql.connect.client.core", "disable_gc"),  # module globals: imported from pyspark.util
+    ("pyspark.sql.connect.client.reattach", "disable_gc"),
 )
 
 
@@ -60,6 +62,7 @@ def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
     from pyspark.sql.connect.client.core import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
+    keep_garbage_collection()
     if root_certificates is None:
         return SparkSession.builder.remote(url)
 
@@ -75,6 +78,21 @@ def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
             return self._secure_channel(self.endpoint, creds)
 
     return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
+
+
+def keep_garbage_collection() -> None:
+    """pyspark.util.disable_gc, as imported by pyspark.sql.connect.client.core and .reattach (4.3.0),
+    becomes a no-op. pyspark switches the process's garbage collector off around every RPC that
+    streams responses, *including while it waits for the next one*, and back on only if it was on when
+    that call began. With more than one thread making calls (the monitor's event stream, the prompt,
+    :watch) a call that began while another had it off never switches it back on, and an event stream
+    that waits for hours keeps it off for hours. Every reference cycle then lives forever: a REPL with
+    :watch open grew by 60 MB a minute. Collection is left to Python, as everywhere else."""
+    import contextlib
+
+    from pyspark.sql.connect.client import core, reattach
+
+    core.disable_gc = reattach.disable_gc = contextlib.nullcontext  # type: ignore[attr-defined]
 
 
 def keep_session_on_close(spark: Any) -> None:

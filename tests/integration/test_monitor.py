@@ -238,3 +238,24 @@ def test_dropped_connections_reconnect_and_no_query_stops(sandbox, server):
         finally:
             ss.stop_all()
             ss.close()
+
+
+def test_the_garbage_collector_stays_on_while_event_streams_wait(ss, monitor, remote_url):
+    """pyspark switches the garbage collector off around each streaming RPC, while it waits for the next
+    response too, and not thread-safely: a client joined to a session whose event stream another client
+    holds (so its own registration waits for ever and it polls) would then keep every reference cycle,
+    and a REPL with :watch open grew 60 MB a minute. sparkscope leaves collection on."""
+    import gc
+
+    import sparkscope
+
+    ss.start(ss.source.rate(10), "mon_gc", trigger="200 milliseconds")
+    wait_for(lambda: len(monitor.history("mon_gc")) >= 2)
+    assert gc.isenabled()
+    joined = sparkscope.connect(remote_url, session_id=ss.session_id)
+    try:
+        second = joined.monitor  # the session's event stream is the first client's: this one polls
+        wait_for(lambda: second.mode == "polling" and len(second.history("mon_gc")) >= 2)
+        assert gc.isenabled(), "pyspark left the garbage collector off"
+    finally:
+        joined.close(stop_queries=False)  # leaves the session (shared with `ss`) to its first client

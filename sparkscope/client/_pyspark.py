@@ -92,7 +92,7 @@ def keep_garbage_collection() -> None:
 
     from pyspark.sql.connect.client import core, reattach
 
-    core.disable_gc = reattach.disable_gc = contextlib.nullcontext  # type: ignore[attr-defined]
+    core.disable_gc = reattach.disable_gc = contextlib.nullcontext  # type: ignore[assignment]
 
 
 def keep_session_on_close(spark: Any) -> None:

@@ -86,12 +86,13 @@ def is_ours(pid: int, started_at: float, needles: list[str]) -> bool:
     return started is None or abs(started - started_at) <= START_TIME_SLACK
 
 
-def kill(pid: int, grace: float) -> None:
-    """SIGTERM, then SIGKILL after `grace` seconds; a pid of another user is a ServerError."""
+def kill(pid: int, grace: float) -> bool:
+    """SIGTERM, then SIGKILL after `grace` seconds; a pid of another user is a ServerError. True when
+    the process ended within the grace period (it could finish what it does on exit)."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
+        return False
     except PermissionError:
         raise ServerError(f"Process {pid} belongs to another user; not stopping it",
                           "Stop the server as the user who started it") from None
@@ -99,17 +100,18 @@ def kill(pid: int, grace: float) -> None:
     while time.monotonic() < deadline:
         _reap(pid)
         if not _pid_alive(pid):
-            return
+            return True
         time.sleep(0.1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        return
+        return True
     for _ in range(50):
         _reap(pid)
         if not _pid_alive(pid):
-            return
+            return False
         time.sleep(0.1)
+    return False
 
 
 def _reap(pid: int) -> None:

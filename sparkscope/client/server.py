@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .class_cache import ClassCache, empty_conf_dir, quote_option
 from .cluster import Cluster, start_cluster
 from .errors import ServerError, ServerOutOfMemory
 from .logs import log as logger
@@ -35,6 +36,7 @@ LOG_FILE = "server.log"
 START_MARKER = "== sparkscope started the server at"  # written to the log before each start
 _OOM_EXIT = re.compile(r"Terminating due to java\.lang\.OutOfMemoryError: ([^\n]+)")
 MIN_JAVA = 17
+RECORDING_GRACE = 30.0  # seconds more for a stopping server to write its class archive (130 MB)
 # Lines after which the server will never answer: say why at once instead of waiting out the timeout.
 _FATAL = re.compile(r"Exception in thread \"main\"|Error initializing SparkContext|ERROR SparkSubmit|"
                     r"Failed to bind|Could not parse Master URL|NumberFormatException|INVALID_CONF_VALUE|"
@@ -54,6 +56,7 @@ class ServerInfo:
     ready: bool = False
     cluster: Cluster | None = None  # the standalone master and workers it runs on (--workers N)
     driver_memory: str | None = None  # the driver's heap (-Xmx), as given to spark-submit
+    class_recording: str | None = None  # where it records its class archive when it stops (class_cache)
 
     @property
     def auth(self) -> bool:
@@ -130,12 +133,16 @@ def check_memory(text: str) -> str:
     return text.strip().lower()
 
 
+def java_path() -> str | None:
+    """The java spark-submit runs: JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
+
+
 def java_version(java: str | None = None) -> int:
     """The major version of the java on PATH (or JAVA_HOME); ServerError with an install hint if unusable."""
     hint = "Install Java 17 or newer, e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME"
-    if java is None:
-        home = os.environ.get("JAVA_HOME")
-        java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    java = java or java_path()
     if not java or not Path(java).exists():
         raise ServerError("Java is not installed (no 'java' on PATH)", hint)
     try:
@@ -219,7 +226,7 @@ class LocalServer:
                               log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
                               token=self.token() if data.get("auth") else None,
                               cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None,
-                              driver_memory=data.get("driver_memory"))
+                              driver_memory=data.get("driver_memory"), class_recording=data.get("class_recording"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -227,7 +234,8 @@ class LocalServer:
         write_private(self.state_path, json.dumps({
             "pid": info.pid, "port": info.port, "started_at": info.started_at, "log": str(info.log),
             "auth": info.auth, "ready": info.ready,
-            "cluster": info.cluster.to_json() if info.cluster else None, "driver_memory": info.driver_memory}))
+            "cluster": info.cluster.to_json() if info.cluster else None, "driver_memory": info.driver_memory,
+            "class_recording": info.class_recording}))
 
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
@@ -268,8 +276,10 @@ class LocalServer:
         return info
 
     # -- start ----------------------------------------------------------------------------------
-    def command(self, port: int, master: str, conf: dict[str, str], driver_memory: str | None = None) -> list[str]:
+    def command(self, port: int, master: str, conf: dict[str, str], driver_memory: str | None = None,
+                class_cache_option: str = "") -> list[str]:
         home = pyspark_home()
+        config = server_config_dir()
         settings = {
             "spark.connect.grpc.binding.port": str(port),
             "spark.sql.streaming.checkpointLocation": str(self.checkpoint_root),
@@ -282,9 +292,19 @@ class LocalServer:
         # server went away, and `server start --restore` restarts the catalogued queries from their
         # checkpoints, with nothing lost or repeated.
         options = settings.get("spark.driver.extraJavaOptions", "")
+        extra = []
         if "OutOfMemoryError" not in options:
-            settings["spark.driver.extraJavaOptions"] = f"{options} -XX:+ExitOnOutOfMemoryError".strip()
-        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master]
+            extra.append("-XX:+ExitOnOutOfMemoryError")
+        if "ErrorFile" not in options:  # a JVM crash report goes to the state dir, not the user's cwd
+            extra.append(quote_option(f"-XX:ErrorFile={self.home / 'hs_err_pid%p.log'}"))
+        # SPARK_CONF_DIR is empty (see class_cache): the configuration comes from files named here
+        if "log4j2.configurationFile" not in options:
+            extra.append(quote_option(f"-Dlog4j2.configurationFile={config / 'log4j2.properties'}"))
+        if class_cache_option and not re.search(r"Xshare|SharedArchiveFile|ArchiveClassesAtExit", options):
+            extra.append(class_cache_option)
+        settings["spark.driver.extraJavaOptions"] = " ".join([options, *extra]).strip()
+        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
+               "--properties-file", str(config / "spark-defaults.conf")]
         if driver_memory:
             cmd += ["--driver-memory", driver_memory]
         for key, value in settings.items():
@@ -350,6 +370,7 @@ class LocalServer:
         if not usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         java_version()
+        class_cache = ClassCache(self.home, java_path() or "java", pyspark_home())
         driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()
         env = dict(os.environ)
         env.update({
@@ -368,42 +389,60 @@ class LocalServer:
             master = cluster.master_url
         if token:
             env[TOKEN_ENV] = token  # the server's alone: the master and workers never see it
+        env["SPARK_CONF_DIR"] = str(empty_conf_dir(self.home))
         private_dir(self.checkpoint_root)  # checkpoints hold the user's data and state
         private_dir(self.warehouse)
         self.token_path.unlink(missing_ok=True)
         if token:
             remember_secret(token)
             write_private(self.token_path, token)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
-        os.chmod(self.log_path, 0o600)
-        started = time.time()
-        log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-        log.flush()
-        try:
-            proc = subprocess.Popen(self.command(port, master, conf, driver_memory), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                    umask=0o077)  # what the server writes is the user's alone
-        except BaseException:
-            if cluster is not None:
-                cluster.stop(grace=5)
-            raise
-        finally:
-            log.close()
-        info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
-                          cluster=cluster, driver_memory=driver_memory)
-        self._write_state(info)
-        try:
-            info.version = self._wait_ready(info, token, timeout, on_wait, proc)
-        except BaseException:
-            kill(proc.pid, grace=5)
-            if cluster is not None:
-                cluster.stop(grace=5)
-            self._clear_state()
-            raise
+        for attempt in (1, 2):
+            class_cache_option, recording = class_cache.java_options()
+            log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
+            os.chmod(self.log_path, 0o600)
+            started = time.time()
+            log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+            log.flush()
+            log_offset = log.tell()
+            try:
+                proc = subprocess.Popen(self.command(port, master, conf, driver_memory, class_cache_option),
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True, umask=0o077)  # what it writes is the user's alone
+            except BaseException:
+                if cluster is not None:
+                    cluster.stop(grace=5)
+                raise
+            finally:
+                log.close()
+            info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
+                              cluster=cluster, driver_memory=driver_memory,
+                              class_recording=str(recording) if recording else None)
+            self._write_state(info)
+            try:
+                info.version = self._wait_ready(info, token, timeout, on_wait, proc)
+            except BaseException:
+                kill(proc.pid, grace=5)
+                if recording is not None:
+                    class_cache.keep(recording, stopped_cleanly=False)
+                elif attempt == 1 and proc.poll() is not None and class_cache.discard_if_unusable(
+                        self._log_since(log_offset)):
+                    continue  # the JVM could not map the class archive: it is gone, start without it
+                if cluster is not None:
+                    cluster.stop(grace=5)
+                self._clear_state()
+                raise
+            break
         info.ready = True
         self._write_state(info)
         info.startup_seconds = time.time() - started
+        if recording is None:
+            class_cache.discard_if_unusable(self._log_since(log_offset), info.pid)
         return info
+
+    def _log_since(self, offset: int) -> str:
+        with open(self.log_path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(1024 * 1024).decode(errors="replace")
 
     def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
                     on_wait: Callable[[float, str], None] | None, proc: subprocess.Popen | None = None) -> str:
@@ -471,7 +510,10 @@ class LocalServer:
         info = self.running()
         if info is None:
             return None
-        kill(info.pid, grace)
+        # a server recording its class archive writes it as it exits: give it the time that takes
+        stopped_cleanly = kill(info.pid, grace + (RECORDING_GRACE if info.class_recording else 0))
+        if info.class_recording:  # the JVM wrote its class archive as it exited
+            ClassCache(self.home, java_path() or "java", pyspark_home()).keep(Path(info.class_recording), stopped_cleanly)
         if info.cluster is not None:
             info.cluster.stop(grace)
         self._clear_state()

@@ -228,3 +228,41 @@ def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp
     finally:
         holder.close()
         LocalServer(tmp_path / "sparkscope").stop(grace=10)
+
+
+def test_the_class_archive_is_recorded_at_a_clean_stop_mapped_next_and_replaced_when_broken(tmp_path, monkeypatch):
+    """A cold start maps the classes an earlier server loaded (AppCDS) instead of loading them again. A
+    broken archive (the JVM dies of SIGBUS mapping a truncated one) must not keep the server from
+    starting: it is removed, and that server records a new one."""
+    from sparkscope.client.class_cache import ClassCache
+    from sparkscope.client.processes import kill
+    from sparkscope.client.server import java_path, pyspark_home
+
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", str(tmp_path / "cache"))
+    local = LocalServer(tmp_path / "state")
+    archive = ClassCache(local.home, java_path(), pyspark_home()).archive
+    first = local.start(port=free_port())
+    assert first.class_recording and not archive.exists()
+    local.stop()
+    assert archive.stat().st_size > 10_000_000, "the stopped server wrote no class archive"
+    assert not list(archive.parent.glob("*.recording"))
+
+    second = local.start(port=free_port())
+    try:
+        assert second.class_recording is None
+        assert str(archive) in Path(f"/proc/{second.pid}/maps").read_text(), "the JVM did not map the archive"
+    finally:
+        local.stop()
+
+    with open(archive, "r+b") as fh:  # as a disk that filled up while it was copied would leave it
+        fh.truncate(1_000_000)
+    third = local.start(port=free_port())
+    try:
+        assert "A fatal error has been detected" in local.log_path.read_text(errors="replace")
+        assert third.class_recording, "the broken archive was not replaced by a new recording"
+        assert not archive.exists()
+        assert not list(Path.cwd().glob("hs_err_pid*.log")), "the JVM's crash report went to the current directory"
+        assert list(local.home.glob("hs_err_pid*.log"))
+    finally:
+        kill(third.pid, grace=1)  # no need to wait for its recording
+        local.stop()

@@ -1,0 +1,121 @@
+"""A class-data-sharing archive (AppCDS) for the embedded server's JVM, made once and then reused.
+
+A cold start of the server spends much of its time loading, verifying and linking the same classes
+from pyspark's 200-odd jars. The first start for a given Java and pyspark runs with
+-XX:ArchiveClassesAtExit: when that server stops, the JVM writes every class it loaded into an
+archive. Later starts map the archive (-XX:SharedArchiveFile) instead of loading them again.
+
+The archive lives in the state dir under a key of the Java runtime and the pyspark install, so a new
+Java or pyspark makes a new one and the old one is removed. Each server records into a file of its
+own, which becomes the archive only when `sparkscope server stop` stopped that server cleanly. An
+archive the JVM cannot use (it says so in the server's log, or crashes mapping it) is removed, and
+the server starts without it and records a new one. The JVM refuses to record with a non-empty directory on its class path, so the server's
+configuration is read from files (--properties-file, log4j2.configurationFile) and its
+SPARK_CONF_DIR is an empty directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+from .logs import log
+from .paths import private_dir
+
+FOLDER = "class-cache"
+CACHE_ENV = "SPARKSCOPE_CLASS_CACHE"
+# The JVM writes its recording as it exits, and `server stop` then makes it the archive: a recording
+# older than this belongs to a server that ended some other way (killed, crashed) and is removed.
+ABANDONED_AFTER = 600.0
+EMPTY_CONF = "spark-conf"
+# what the JVM logs when it cannot map an archive it was given (-Xshare:auto then runs without it)
+_JVM_CRASH = "A fatal error has been detected by the Java Runtime Environment"
+_UNUSABLE = re.compile(r"\[cds\][^\n]*(error|mismatch|unable|fail|not (?:be )?(?:used|mapped)|disabled)", re.IGNORECASE)
+
+
+def archive_key(java: str, pyspark_home: Path) -> str:
+    """Changes when the Java runtime or the pyspark install changes (their files' names, sizes, times)."""
+    digest = hashlib.sha256()
+    runtime = Path(os.path.realpath(java)).parent.parent
+    for path in [runtime / "lib" / "modules", Path(os.path.realpath(java)), *sorted((pyspark_home / "jars").glob("*.jar"))]:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+class ClassCache:
+    """The archive for one Java and pyspark in `folder` (the state dir's class-cache/ unless
+    SPARKSCOPE_CLASS_CACHE names a folder shared by several state dirs, as the tests do)."""
+
+    def __init__(self, home: Path, java: str, pyspark_home: Path):
+        self.folder = Path(os.environ.get(CACHE_ENV) or home / FOLDER)
+        self.key = archive_key(java, pyspark_home)
+        self.archive = self.folder / f"server-{self.key}.jsa"
+
+    def java_options(self) -> tuple[str, Path | None]:
+        """The option for the next server, and the file it records into (None when the archive is used).
+        A recording becomes the archive only when that server stopped cleanly (see keep): a JVM killed
+        while writing leaves a partial file, which is removed."""
+        private_dir(self.folder)
+        for old in self.folder.iterdir():
+            stale = old.name.startswith("server-") and not old.name.startswith(f"server-{self.key}")
+            abandoned = old.suffix == ".recording" and time.time() - old.stat().st_mtime > ABANDONED_AFTER
+            if stale or abandoned:
+                old.unlink(missing_ok=True)
+        if self.archive.exists() and self.archive.stat().st_size > 0:
+            return f"{quote_option(f'-XX:SharedArchiveFile={self.archive}')} -Xshare:auto", None
+        recording = self.folder / f"server-{self.key}.{uuid.uuid4().hex[:12]}.recording"
+        return quote_option(f"-XX:ArchiveClassesAtExit={recording}"), recording
+
+    def keep(self, recording: Path, stopped_cleanly: bool) -> None:
+        """After the server that recorded stopped: its recording becomes the archive, or is removed."""
+        try:
+            if stopped_cleanly and recording.exists() and recording.stat().st_size > 0:
+                os.replace(recording, self.archive)  # atomic: a server starting now maps one whole file
+            else:
+                recording.unlink(missing_ok=True)
+        except OSError:
+            log.debug("could not keep the class archive %s", recording, exc_info=True)
+
+    def discard_if_unusable(self, log_text: str, pid: int | None = None) -> bool:
+        """After a start that was given the archive (`log_text`: what the server logged since; `pid`:
+        the server, when it runs): an archive the JVM crashed on, said it could not use, or silently
+        did not map (-Xshare:auto ignores a file that is not an archive) is removed, and the next start
+        records a new one. True when removed."""
+        if not self.archive.exists():
+            return False
+        if not (_UNUSABLE.search(log_text) or _JVM_CRASH in log_text or not _maps(pid, self.archive)):
+            return False
+        log.warning("The server's class archive %s was not usable; it is removed and will be recorded again",
+                    self.archive)
+        self.archive.unlink(missing_ok=True)
+        return True
+
+
+def _maps(pid: int | None, archive: Path) -> bool:
+    """Whether process `pid` has `archive` mapped (Linux /proc); True when that cannot be told."""
+    try:
+        return pid is None or str(archive) in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return True
+
+
+def quote_option(option: str) -> str:
+    """One extraJavaOptions entry, double-quoted when it holds a space (Spark splits them like a shell)."""
+    return f'"{option}"' if " " in option else option
+
+
+def empty_conf_dir(home: Path) -> Path:
+    """An empty directory for SPARK_CONF_DIR (which spark-submit puts on the class path)."""
+    folder = private_dir(home / EMPTY_CONF)
+    for stray in folder.iterdir():
+        if stray.is_file():
+            stray.unlink()
+    return folder

@@ -1,0 +1,96 @@
+"""The server's class-data-sharing archive: recorded once per Java and pyspark, then reused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sparkscope.client.class_cache import ClassCache, archive_key, empty_conf_dir, quote_option
+
+
+@pytest.fixture(autouse=True)
+def _state_dir_cache(monkeypatch):
+    monkeypatch.delenv("SPARKSCOPE_CLASS_CACHE", raising=False)  # the tests' shared cache is not these
+
+
+def _install(root: Path) -> tuple[str, Path]:
+    java = root / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    (root / "jdk" / "lib").mkdir()
+    (root / "jdk" / "lib" / "modules").write_bytes(b"m" * 10)
+    jars = root / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core_2.13-4.3.0.jar").write_bytes(b"j" * 10)
+    return str(java), root / "pyspark"
+
+
+def test_the_first_start_records_the_archive_and_later_ones_use_it(tmp_path):
+    java, pyspark = _install(tmp_path)
+    cache = ClassCache(tmp_path / "state", java, pyspark)
+    assert cache.folder == tmp_path / "state" / "class-cache"
+    option, recording = cache.java_options()
+    assert option == f"-XX:ArchiveClassesAtExit={recording}" and recording.parent == cache.folder
+    recording.write_bytes(b"archive")  # what the JVM writes as that server exits
+    cache.keep(recording, stopped_cleanly=True)
+    assert cache.archive.read_bytes() == b"archive" and not recording.exists()
+    assert cache.java_options() == (f"-XX:SharedArchiveFile={cache.archive} -Xshare:auto", None)
+    assert oct(cache.folder.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_server_killed_while_recording_leaves_no_archive(tmp_path):
+    java, pyspark = _install(tmp_path)
+    cache = ClassCache(tmp_path / "state", java, pyspark)
+    _, recording = cache.java_options()
+    recording.write_bytes(b"half an arch")
+    cache.keep(recording, stopped_cleanly=False)
+    assert not recording.exists() and not cache.archive.exists()
+    _, other = cache.java_options()
+    other.write_bytes(b"left by a crash")
+    os.utime(other, (1, 1))
+    _, again = cache.java_options()  # an old recording nobody will keep is removed
+    assert not other.exists() and again != other
+
+
+def test_a_new_pyspark_or_java_makes_a_new_archive_and_removes_the_old(tmp_path):
+    java, pyspark = _install(tmp_path)
+    before = archive_key(java, pyspark)
+    old = ClassCache(tmp_path / "state", java, pyspark)
+    old.java_options()
+    old.archive.write_bytes(b"archive")
+    assert old.java_options()[1] is None
+    (pyspark / "jars" / "spark-core_2.13-4.3.0.jar").rename(pyspark / "jars" / "spark-core_2.13-4.3.1.jar")
+    assert archive_key(java, pyspark) != before
+    new = ClassCache(tmp_path / "state", java, pyspark)
+    assert new.java_options()[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert not old.archive.exists()
+    (tmp_path / "jdk" / "lib" / "modules").write_bytes(b"other java")
+    os.utime(tmp_path / "jdk" / "lib" / "modules", (1, 1))
+    assert archive_key(java, pyspark) != new.archive.stem.removeprefix("server-")
+
+
+def test_an_archive_the_jvm_could_not_use_is_removed(tmp_path):
+    java, pyspark = _install(tmp_path)
+    cache = ClassCache(tmp_path / "state", java, pyspark)
+    cache.java_options()
+    cache.archive.write_bytes(b"archive")
+    assert not cache.discard_if_unusable("25/11/22 10:00:00 INFO SparkConnectServer: Spark Connect server started\n")
+    assert cache.archive.exists()
+    assert cache.discard_if_unusable("started\n", pid=os.getpid())  # a JVM that silently did not map it
+    cache.archive.write_bytes(b"archive")
+    assert cache.discard_if_unusable("[0.012s][warning][cds] shared class paths mismatch\nstarted\n")
+    assert not cache.archive.exists()
+    cache.archive.write_bytes(b"truncated")
+    assert cache.discard_if_unusable("#\n# A fatal error has been detected by the Java Runtime Environment:\n#  SIGBUS")
+    assert not cache.archive.exists()
+    assert cache.java_options()[0].startswith("-XX:ArchiveClassesAtExit=")
+
+
+def test_paths_with_spaces_stay_one_option_and_the_conf_dir_is_empty(tmp_path):
+    assert quote_option("-XX:SharedArchiveFile=/home/a b/x.jsa") == '"-XX:SharedArchiveFile=/home/a b/x.jsa"'
+    assert quote_option("-Xshare:auto") == "-Xshare:auto"
+    folder = empty_conf_dir(tmp_path)
+    (folder / "spark-env.sh").write_text("export X=1\n")
+    assert list(empty_conf_dir(tmp_path).iterdir()) == []

@@ -1,7 +1,9 @@
 """Embedded server: cold start and warm reuse, and the first result after a cold start, next to pyspark's
 SparkSession.builder.remote("local[*]") (start, then spark.range(1).collect()).
 
-Cold start: LocalServer.start in an empty state dir until the server answers. First result: the whole
+Cold start: LocalServer.start in an empty state dir until the server answers, with the class archive
+(client/class_cache.py) that the first server of this Java and pyspark recorded; the first start ever
+(which records it, and whose stop writes it) is measured too. First result: the whole
 `sparkscope -c "spark.range(3).count()"` command in an empty home (Python start-up, the server's cold
 start, the session and the query) until it exits with the answer. Each figure is the median of RUNS
 runs; the ratio is against pyspark's own local Connect start measured in the same runs.
@@ -37,13 +39,14 @@ def pyspark_local_start() -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def first_result() -> float:
+def first_result(class_cache: str) -> float:
     """`sparkscope -c` in an empty home: server cold start included; the server is stopped after."""
     import os
 
     sparkscope = str(Path(sys.executable).parent / "sparkscope")
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "XDG_STATE_HOME": f"{home}/state", "XDG_CONFIG_HOME": f"{home}/config"}
+        env = {**os.environ, "XDG_STATE_HOME": f"{home}/state", "XDG_CONFIG_HOME": f"{home}/config",
+               "SPARKSCOPE_CLASS_CACHE": class_cache}
         env.pop("SPARK_REMOTE", None)
         t = time.perf_counter()
         out = subprocess.run([sparkscope, "--port", str(free_port()), "-c", "spark.range(3).count()"],
@@ -61,26 +64,53 @@ def free_port() -> int:
     return pick()
 
 
-def main() -> None:
+def recording_start(cache: str) -> tuple[float, float]:
+    """The first start ever for this Java and pyspark (it records the class archive), and its stop."""
+    import os
+
     from sparkscope.client.server import LocalServer
 
-    cold, warm, baseline, first = [], [], [], []
+    os.environ["SPARKSCOPE_CLASS_CACHE"] = cache
+    with tempfile.TemporaryDirectory() as home:
+        server = LocalServer(Path(home))
+        t = time.perf_counter()
+        info = server.start(port=free_port())
+        started = time.perf_counter() - t
+        assert info.class_recording
+        t = time.perf_counter()
+        server.stop()
+        return started, time.perf_counter() - t
+
+
+def main() -> None:
+    import os
+
+    from sparkscope.client.server import LocalServer
+
+    cold, warm, baseline, first, recording, recorded_stop = [], [], [], [], [], []
     for _ in range(RUNS):
-        with tempfile.TemporaryDirectory() as home:
-            server = LocalServer(Path(home))
-            port = free_port()
-            t = time.perf_counter()
-            server.start(port=port)
-            cold.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            info = server.start(port=port)
-            warm.append(time.perf_counter() - t)
-            assert info.reused
-            server.stop()
-        baseline.append(pyspark_local_start())
-        first.append(first_result())
-    c, w, b, f = (statistics.median(x) for x in (cold, warm, baseline, first))
-    print(f"embedded server cold start : {c:6.2f} s  ({c / b:.2f}x pyspark remote('local[*]'))")
+        with tempfile.TemporaryDirectory() as cache:
+            took, stop = recording_start(cache)
+            recording.append(took)
+            recorded_stop.append(stop)
+            with tempfile.TemporaryDirectory() as home:
+                server = LocalServer(Path(home))
+                port = free_port()
+                t = time.perf_counter()
+                server.start(port=port)
+                cold.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                info = server.start(port=port)
+                warm.append(time.perf_counter() - t)
+                assert info.reused and info.class_recording is None
+                server.stop()
+            os.environ.pop("SPARKSCOPE_CLASS_CACHE", None)
+            baseline.append(pyspark_local_start())
+            first.append(first_result(cache))
+    c, w, b, f, r, rs = (statistics.median(x) for x in (cold, warm, baseline, first, recording, recorded_stop))
+    print(f"embedded server cold start : {c:6.2f} s  ({c / b:.2f}x pyspark remote('local[*]'); with the class archive)")
+    print(f"first start ever           : {r:6.2f} s  ({r / b:.2f}x; records the class archive, and its stop "
+          f"takes {rs:.1f} s to write it)")
     print(f"embedded server warm reuse : {w:6.3f} s  ({w / b:.3f}x pyspark remote('local[*]'))")
     print(f"first result, cold start   : {f:6.2f} s  ({f / b:.2f}x pyspark remote('local[*]'); "
           "sparkscope -c 'spark.range(3).count()')")

@@ -473,7 +473,7 @@ class LocalServer:
                                   f"See the log: {self.log_path}")
             if on_wait:
                 on_wait(time.monotonic() - begin, startup_stage(self._new_log_lines(log_offset)))
-            time.sleep(0.25)
+            time.sleep(0.1)
 
     def _new_log_lines(self, offset: int) -> list[str]:
         try:

@@ -213,6 +213,13 @@ class LocalServer:
         return self.home / "checkpoints"
 
     @property
+    def scratch(self) -> Path:
+        """The server's temporary files (java.io.tmpdir, spark.local.dir: shuffle and spill files,
+        uploaded artifacts, RocksDB's native library). A server that was killed cannot remove its own,
+        so each start empties it: only one server runs per state dir."""
+        return self.home / "tmp"
+
+    @property
     def warehouse(self) -> Path:
         """Where table sinks and saveAsTable write (Spark's default is ./spark-warehouse of whatever
         directory the server was started from)."""
@@ -284,6 +291,7 @@ class LocalServer:
             "spark.connect.grpc.binding.port": str(port),
             "spark.sql.streaming.checkpointLocation": str(self.checkpoint_root),
             "spark.sql.warehouse.dir": str(self.warehouse),
+            "spark.local.dir": str(self.scratch),
             "spark.app.name": "sparkscope-connect",
         }
         settings.update(conf)
@@ -295,6 +303,8 @@ class LocalServer:
         extra = []
         if "OutOfMemoryError" not in options:
             extra.append("-XX:+ExitOnOutOfMemoryError")
+        if "java.io.tmpdir" not in options:
+            extra.append(quote_option(f"-Djava.io.tmpdir={self.scratch}"))
         if "ErrorFile" not in options:  # a JVM crash report goes to the state dir, not the user's cwd
             extra.append(quote_option(f"-XX:ErrorFile={self.home / 'hs_err_pid%p.log'}"))
         # SPARK_CONF_DIR is empty (see class_cache): the configuration comes from files named here
@@ -392,6 +402,8 @@ class LocalServer:
         env["SPARK_CONF_DIR"] = str(empty_conf_dir(self.home))
         private_dir(self.checkpoint_root)  # checkpoints hold the user's data and state
         private_dir(self.warehouse)
+        shutil.rmtree(self.scratch, ignore_errors=True)  # what a killed server left
+        private_dir(self.scratch)
         self.token_path.unlink(missing_ok=True)
         if token:
             remember_secret(token)

@@ -59,6 +59,14 @@ def test_server_binds_loopback_only(server):
     assert listening and set(listening) <= loopback, listening
 
 
+def test_the_servers_temporary_files_are_under_the_state_dir(server, ss, sandbox):
+    scratch = sandbox / "state" / "sparkscope" / "tmp"
+    assert ss.spark.range(1000).repartition(3).count() == 1000  # shuffle files
+    names = [path.name for path in scratch.iterdir()]
+    assert any(name.startswith("blockmgr-") for name in names) and any(name.startswith("spark-") for name in names)
+    assert f"-Djava.io.tmpdir={scratch}" in Path(f"/proc/{server.pid}/cmdline").read_text().replace("\0", " ")
+
+
 def test_tables_are_written_under_the_state_dir_not_the_current_directory(server, ss, sandbox):
     server_cwd = Path(os.readlink(f"/proc/{server.pid}/cwd"))
     ss.spark.range(3).write.saveAsTable("kept_table")
@@ -241,8 +249,11 @@ def test_the_class_archive_is_recorded_at_a_clean_stop_mapped_next_and_replaced_
     monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", str(tmp_path / "cache"))
     local = LocalServer(tmp_path / "state")
     archive = ClassCache(local.home, java_path(), pyspark_home()).archive
+    left = local.scratch / "spark-0d1e5e2a" / "blockmgr-1"  # as a server that was killed leaves them
+    left.mkdir(parents=True)
     first = local.start(port=free_port())
     assert first.class_recording and not archive.exists()
+    assert not left.parent.exists(), "the temporary files of a killed server were left behind"
     local.stop()
     assert archive.stat().st_size > 10_000_000, "the stopped server wrote no class archive"
     assert not list(archive.parent.glob("*.recording"))

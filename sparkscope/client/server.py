@@ -6,6 +6,7 @@ It runs as its own process (so queries outlive the REPL and a later REPL can rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import log_writer
 from .class_cache import ClassCache, empty_conf_dir, quote_option
 from .cluster import Cluster, start_cluster
 from .errors import ServerError, ServerOutOfMemory
@@ -410,22 +412,14 @@ class LocalServer:
             write_private(self.token_path, token)
         for attempt in (1, 2):
             class_cache_option, recording = class_cache.java_options()
-            log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the server process as its stdout
-            os.chmod(self.log_path, 0o600)
             started = time.time()
-            log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-            log.flush()
-            log_offset = log.tell()
             try:
-                proc = subprocess.Popen(self.command(port, master, conf, driver_memory, class_cache_option),
-                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True, umask=0o077)  # what it writes is the user's alone
+                proc, log_offset = self._spawn(self.command(port, master, conf, driver_memory, class_cache_option),
+                                               env, token)
             except BaseException:
                 if cluster is not None:
                     cluster.stop(grace=5)
                 raise
-            finally:
-                log.close()
             info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
                               cluster=cluster, driver_memory=driver_memory,
                               class_recording=str(recording) if recording else None)
@@ -451,6 +445,34 @@ class LocalServer:
             class_cache.discard_if_unusable(self._log_since(log_offset), info.pid)
         return info
 
+    def _spawn(self, cmd: list[str], env: dict[str, str], token: str | None) -> tuple[subprocess.Popen, int]:
+        """Start the server with its output going through log_writer, which hides its token (pyspark's
+        foreachBatch worker prints it); also the log's size before this start, after its marker."""
+        with open(self.log_path, "ab") as log:
+            os.chmod(self.log_path, 0o600)
+            log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+            offset = log.tell()
+        writer = subprocess.Popen([sys.executable, "-I", log_writer.__file__, str(self.log_path)],
+                                  stdin=subprocess.PIPE, env={log_writer.TOKEN_ENV: token or ""},
+                                  start_new_session=True, umask=0o077)
+        assert writer.stdin is not None
+        self._log_writer = writer
+        try:  # both in sessions of their own: they outlive this process and its terminal's Ctrl-C
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=writer.stdin, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True, umask=0o077), offset
+        except BaseException:
+            writer.kill()
+            raise
+        finally:
+            writer.stdin.close()
+
+    def _log_complete(self) -> None:
+        """After the server exited: wait (briefly) until log_writer has written all it printed."""
+        writer = getattr(self, "_log_writer", None)
+        if writer is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                writer.wait(timeout=5)
+
     def _log_since(self, offset: int) -> str:
         with open(self.log_path, "rb") as fh:
             fh.seek(offset)
@@ -467,6 +489,7 @@ class LocalServer:
 
         while True:
             if proc is not None and proc.poll() is not None:
+                self._log_complete()
                 raise ServerError(f"The Spark Connect server exited during startup (code {proc.returncode}): "
                                   f"{self._last_error(log_offset)}", f"See the log: {self.log_path}")
             fatal = self._fatal_error(log_offset) if proc is not None else None

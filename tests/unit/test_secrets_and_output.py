@@ -137,3 +137,21 @@ def test_completion_never_reads_properties_or_calls_dir_on_instances():
     assert python_matches("df.schema.", namespace) == []  # completing after a property would read it
     assert Remote.rpcs == 0
     assert python_matches("pri", {}) == ["print"]
+
+
+def test_the_server_log_writer_masks_the_token_in_every_line(tmp_path):
+    import io
+    import subprocess
+    import sys
+
+    from sparkscope.client import log_writer
+
+    lines = b"starting\nworker is starting with url sc://localhost:1/;token=tok-123 and sessionId x\ntok-123tok-123\n"
+    sink = io.BytesIO()
+    log_writer.copy(io.BytesIO(lines), sink, b"tok-123")
+    assert sink.getvalue() == (b"starting\nworker is starting with url sc://localhost:1/;token=*** and sessionId x\n"
+                               b"******\n")
+    log = tmp_path / "server.log"  # as the server runs it: a file of its own, the token in its environment
+    done = subprocess.run([sys.executable, "-I", log_writer.__file__, str(log)], input=lines,
+                          env={log_writer.TOKEN_ENV: "tok-123"}, timeout=30)
+    assert done.returncode == 0 and b"tok-123" not in log.read_bytes() and log.read_bytes().count(b"***") == 3

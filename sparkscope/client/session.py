@@ -68,8 +68,22 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
         if not start_server:
             raise ConfigError("No remote is configured and the local server is not running",
                               "Start it with: sparkscope server start")
+        _import_pyspark_meanwhile()
         info = server.start(port=port, on_wait=on_server_wait, token=token)
     return info.target(token).with_session(session_id)
+
+
+def _import_pyspark_meanwhile() -> None:
+    """Import pyspark's Connect client (a second of pandas, pyarrow and gRPC) while the server starts,
+    instead of after it answers. Python's import locks make the session's own import wait for it."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        with swallowed("importing pyspark ahead of the session"):
+            importlib.import_module("pyspark.sql.connect.session")
+
+    threading.Thread(target=load, name="sparkscope-import", daemon=True).start()
 
 
 def connect(remote: str | None = None, *, token: str | None = None, profile: str | None = None,

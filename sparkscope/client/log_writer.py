@@ -5,6 +5,9 @@ included, when it starts, and the JVM copies that into its output. The server's 
 therefore go through this small process, which replaces the token with *** before anything reaches
 the disk. It runs as a file (`python -I log_writer.py LOG`), needing nothing else of sparkscope, gets
 the token through its environment (never its arguments), and ends when the server closes its output.
+
+A server that runs for days must not fill the disk with its log: past MAX_BYTES the log is renamed to
+LOG.1 (replacing the one before) and a new one begun, so at most twice that is kept.
 """
 
 from __future__ import annotations
@@ -14,19 +17,28 @@ import sys
 
 TOKEN_ENV = "SPARKSCOPE_LOG_REDACT"
 MASK = b"***"
+MAX_BYTES = 64 * 1024 * 1024
 
 
-def copy(source, sink, secret: bytes) -> None:  # type: ignore[no-untyped-def]
-    """Copy lines from `source` to `sink` (binary files), each with `secret` masked, flushing each."""
-    for line in iter(source.readline, b""):
-        sink.write(line.replace(secret, MASK) if secret else line)
-        sink.flush()
+def copy(source, path: str, secret: bytes, max_bytes: int = MAX_BYTES) -> None:  # type: ignore[no-untyped-def]
+    """Append the lines of `source` (a binary file) to the log at `path`, each with `secret` masked and
+    flushed at once; past `max_bytes` the log moves to `path`.1 and a new one begins."""
+    sink = open(path, "ab", buffering=0)  # noqa: SIM115 - replaced when the log is rotated
+    try:
+        for line in iter(source.readline, b""):
+            if sink.tell() + len(line) > max_bytes and sink.tell() > 0:
+                sink.close()
+                os.replace(path, path + ".1")
+                sink = open(path, "ab", buffering=0)  # noqa: SIM115
+                os.chmod(path, 0o600)
+            sink.write(line.replace(secret, MASK) if secret else line)
+    finally:
+        sink.close()
 
 
 def main() -> None:
     secret = os.environ.pop(TOKEN_ENV, "").encode()
-    with open(sys.argv[1], "ab", buffering=0) as sink:
-        copy(sys.stdin.buffer, sink, secret)
+    copy(sys.stdin.buffer, sys.argv[1], secret)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,28 @@ def free_port() -> int:
     return pick()
 
 
+def phases(server, info) -> tuple[float, float, float]:
+    """Where a start's time went, from the server's log (millisecond times): until the JVM logs
+    "Starting Spark session" (the launcher, the JVM, class loading up to SparkSubmit and the server's
+    main), until "Spark Connect server started" (SparkContext, the session, the Connect plugin), and
+    until the first RPC was answered."""
+    import datetime
+    import re
+
+    from sparkscope.client.server import START_MARKER
+
+    text = server.log_path.read_text(errors="replace").rsplit(START_MARKER, 1)[-1]
+
+    def when(marker: str) -> float:
+        match = re.search(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}) \w+ \w+: " + re.escape(marker), text, re.M)
+        assert match, f"no {marker!r} in the log"
+        return datetime.datetime.strptime(match.group(1), "%y/%m/%d %H:%M:%S.%f").timestamp()
+
+    session, connect = when("Starting Spark session"), when("Spark Connect server started")
+    ready = info.started_at + info.startup_seconds
+    return session - info.started_at, connect - session, ready - connect
+
+
 def recording_start(cache: str) -> tuple[float, float]:
     """The first start ever for this Java and pyspark (it records the class archive), and its stop."""
     import os
@@ -88,6 +110,7 @@ def main() -> None:
     from sparkscope.client.server import LocalServer
 
     cold, warm, baseline, first, recording, recorded_stop = [], [], [], [], [], []
+    split: list[tuple[float, float, float]] = []
     for _ in range(RUNS):
         with tempfile.TemporaryDirectory() as cache:
             took, stop = recording_start(cache)
@@ -97,8 +120,9 @@ def main() -> None:
                 server = LocalServer(Path(home))
                 port = free_port()
                 t = time.perf_counter()
-                server.start(port=port)
+                cold_info = server.start(port=port)
                 cold.append(time.perf_counter() - t)
+                split.append(phases(server, cold_info))
                 t = time.perf_counter()
                 info = server.start(port=port)
                 warm.append(time.perf_counter() - t)
@@ -109,6 +133,9 @@ def main() -> None:
             first.append(first_result(cache))
     c, w, b, f, r, rs = (statistics.median(x) for x in (cold, warm, baseline, first, recording, recorded_stop))
     print(f"embedded server cold start : {c:6.2f} s  ({c / b:.2f}x pyspark remote('local[*]'); with the class archive)")
+    jvm, context, answer = (statistics.median(part[i] for part in split) for i in range(3))
+    print(f"  of which: JVM and classes until Spark's main {jvm:.2f} s, SparkContext and the Connect plugin "
+          f"{context:.2f} s, until the first RPC is answered {answer:.2f} s")
     print(f"first start ever           : {r:6.2f} s  ({r / b:.2f}x; records the class archive, and its stop "
           f"takes {rs:.1f} s to write it)")
     print(f"embedded server warm reuse : {w:6.3f} s  ({w / b:.3f}x pyspark remote('local[*]'))")

@@ -6,7 +6,7 @@ from pyspark's 200-odd jars. The first start for a given Java and pyspark runs w
 archive. Later starts map the archive (-XX:SharedArchiveFile) instead of loading them again.
 
 The archive lives in the state dir under a key of the Java runtime and the pyspark install, so a new
-Java or pyspark makes a new one and the old one is removed. Each server records into a file of its
+Java or pyspark makes a new one; the old one is removed after a week without use. Each server records into a file of its
 own, which becomes the archive only when `sparkscope server stop` stopped that server cleanly. An
 archive the JVM cannot use (it says so in the server's log, or crashes mapping it) is removed, and
 the server starts without it and records a new one. The JVM refuses to record with a non-empty directory on its class path, so the server's
@@ -16,6 +16,7 @@ SPARK_CONF_DIR is an empty directory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -31,6 +32,9 @@ CACHE_ENV = "SPARKSCOPE_CLASS_CACHE"
 # The JVM writes its recording as it exits, and `server stop` then makes it the archive: a recording
 # older than this belongs to a server that ended some other way (killed, crashed) and is removed.
 ABANDONED_AFTER = 600.0
+# Another Java or pyspark's archive (an upgrade, or another checkout's virtualenv sharing the folder)
+# is removed once no start has used it for this long.
+UNUSED_AFTER = 7 * 24 * 3600.0
 EMPTY_CONF = "spark-conf"
 # what the JVM logs when it cannot map an archive it was given (-Xshare:auto then runs without it)
 _JVM_CRASH = "A fatal error has been detected by the Java Runtime Environment"
@@ -64,12 +68,16 @@ class ClassCache:
         A recording becomes the archive only when that server stopped cleanly (see keep): a JVM killed
         while writing leaves a partial file, which is removed."""
         private_dir(self.folder)
+        now = time.time()
         for old in self.folder.iterdir():
-            stale = old.name.startswith("server-") and not old.name.startswith(f"server-{self.key}")
-            abandoned = old.suffix == ".recording" and time.time() - old.stat().st_mtime > ABANDONED_AFTER
-            if stale or abandoned:
-                old.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                unused = now - old.stat().st_mtime  # an archive's time is that of its last use
+                stale = old.suffix == ".jsa" and old != self.archive and unused > UNUSED_AFTER
+                if stale or (old.suffix == ".recording" and unused > ABANDONED_AFTER):
+                    old.unlink()
         if self.archive.exists() and self.archive.stat().st_size > 0:
+            with contextlib.suppress(OSError):
+                os.utime(self.archive)
             return f"{quote_option(f'-XX:SharedArchiveFile={self.archive}')} -Xshare:auto", None
         recording = self.folder / f"server-{self.key}.{uuid.uuid4().hex[:12]}.recording"
         return quote_option(f"-XX:ArchiveClassesAtExit={recording}"), recording

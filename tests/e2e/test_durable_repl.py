@@ -22,11 +22,13 @@ def own_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("durable-repl")
     port = free_port()
     env = {"XDG_STATE_HOME": str(home)}
-    started = run_sparkscope("server", "start", "--port", str(port), env=env)
-    assert started.returncode == 0, started.stderr
     local = LocalServer(home / "sparkscope")
-    yield local, port, env
-    local.stop(grace=10)
+    try:  # stopped also when the start itself failed or timed out half way
+        started = run_sparkscope("server", "start", "--port", str(port), env=env)
+        assert started.returncode == 0, started.stderr
+        yield local, port, env
+    finally:
+        local.stop(grace=10)
 
 
 def wait_for_batches(repl: Repl, name: str) -> int:

@@ -30,11 +30,13 @@ def durable(tmp_path_factory):
     port = free_port()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_STATE_HOME", str(home))
-        started = run_sparkscope("server", "start", "--port", str(port))
-        assert started.returncode == 0, started.stderr
         local = LocalServer(home / "sparkscope")
-        yield local, port, home
-        local.stop(grace=10)
+        try:  # stopped also when the start itself failed or timed out half way
+            started = run_sparkscope("server", "start", "--port", str(port))
+            assert started.returncode == 0, started.stderr
+            yield local, port, home
+        finally:
+            local.stop(grace=10)
 
 
 def write_events(folder, index: int, hour: int, count: int) -> None:

@@ -64,13 +64,15 @@ def env_server(tmp_path_factory):
     """A server started by `sparkscope server start` with the token in SPARK_CONNECT_AUTHENTICATE_TOKEN."""
     home = tmp_path_factory.mktemp("env-server")
     port = free_port()
-    out = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
-                                                           "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
-    assert out.returncode == 0, out.stderr
-    assert "token required" in out.stdout and ENV_TOKEN not in out.stdout + out.stderr
     local = LocalServer(home / "sparkscope")
-    yield local, port, home
-    local.stop(grace=10)
+    try:  # stopped also when the start itself failed or timed out half way
+        out = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
+                                                               "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
+        assert out.returncode == 0, out.stderr
+        assert "token required" in out.stdout and ENV_TOKEN not in out.stdout + out.stderr
+        yield local, port, home
+    finally:
+        local.stop(grace=10)
 
 
 def test_token_from_the_environment_is_enforced_and_never_in_argv(env_server, tmp_path):

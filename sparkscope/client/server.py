@@ -452,9 +452,11 @@ class LocalServer:
             os.chmod(self.log_path, 0o600)
             log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
             offset = log.tell()
+        # its own output goes nowhere: inheriting ours would hold open the pipes of whoever ran us
+        # (`subprocess.run(["sparkscope", "server", "start"])` would wait for as long as the server runs)
         writer = subprocess.Popen([sys.executable, "-I", log_writer.__file__, str(self.log_path)],
-                                  stdin=subprocess.PIPE, env={log_writer.TOKEN_ENV: token or ""},
-                                  start_new_session=True, umask=0o077)
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env={log_writer.TOKEN_ENV: token or ""}, start_new_session=True, umask=0o077)
         assert writer.stdin is not None
         self._log_writer = writer
         try:  # both in sessions of their own: they outlive this process and its terminal's Ctrl-C

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -92,6 +93,12 @@ class ClassCache:
         except OSError:
             log.debug("could not keep the class archive %s", recording, exc_info=True)
 
+    def conf_dir(self) -> Path:
+        """An empty directory for SPARK_CONF_DIR, which spark-submit puts first on the class path. The
+        archive holds the class path it was recorded with, and a start with another one cannot use it,
+        so the directory is the archive's neighbour, the same for every state dir sharing the folder."""
+        return _empty_dir(self.folder / EMPTY_CONF)
+
     def discard_if_unusable(self, log_text: str, pid: int | None = None) -> bool:
         """After a start that was given the archive (`log_text`: what the server logged since; `pid`:
         the server, when it runs): an archive the JVM crashed on, said it could not use, or silently
@@ -120,10 +127,12 @@ def quote_option(option: str) -> str:
     return f'"{option}"' if " " in option else option
 
 
-def empty_conf_dir(home: Path) -> Path:
-    """An empty directory for SPARK_CONF_DIR (which spark-submit puts on the class path)."""
-    folder = private_dir(home / EMPTY_CONF)
+def _empty_dir(folder: Path) -> Path:
+    """`folder`, emptied: the JVM will not start to record an archive with a non-empty one on its class path."""
+    private_dir(folder)
     for stray in folder.iterdir():
-        if stray.is_file():
-            stray.unlink()
+        if stray.is_dir() and not stray.is_symlink():
+            shutil.rmtree(stray, ignore_errors=True)
+        else:
+            stray.unlink(missing_ok=True)
     return folder

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import log_writer
-from .class_cache import ClassCache, empty_conf_dir, quote_option
+from .class_cache import ClassCache, quote_option
 from .cluster import Cluster, start_cluster
 from .errors import ServerError, ServerOutOfMemory
 from .logs import log as logger
@@ -401,7 +401,7 @@ class LocalServer:
             master = cluster.master_url
         if token:
             env[TOKEN_ENV] = token  # the server's alone: the master and workers never see it
-        env["SPARK_CONF_DIR"] = str(empty_conf_dir(self.home))
+        env["SPARK_CONF_DIR"] = str(class_cache.conf_dir())
         private_dir(self.checkpoint_root)  # checkpoints hold the user's data and state
         private_dir(self.warehouse)
         shutil.rmtree(self.scratch, ignore_errors=True)  # what a killed server left

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkscope.client.class_cache import ClassCache, archive_key, empty_conf_dir, quote_option
+from sparkscope.client.class_cache import ClassCache, archive_key, quote_option
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +94,16 @@ def test_an_archive_the_jvm_could_not_use_is_removed(tmp_path):
 def test_paths_with_spaces_stay_one_option_and_the_conf_dir_is_empty(tmp_path):
     assert quote_option("-XX:SharedArchiveFile=/home/a b/x.jsa") == '"-XX:SharedArchiveFile=/home/a b/x.jsa"'
     assert quote_option("-Xshare:auto") == "-Xshare:auto"
-    folder = empty_conf_dir(tmp_path)
-    (folder / "spark-env.sh").write_text("export X=1\n")
-    assert list(empty_conf_dir(tmp_path).iterdir()) == []
+    java, pyspark = _install(tmp_path)
+    shared = tmp_path / "cache"
+    first, second = ClassCache(tmp_path / "home1", java, pyspark), ClassCache(tmp_path / "home2", java, pyspark)
+    assert first.conf_dir() == first.folder / "spark-conf"  # the state dir's own folder
+    os.environ["SPARKSCOPE_CLASS_CACHE"] = str(shared)
+    try:  # state dirs sharing the archive share the class path it was recorded with
+        assert ClassCache(tmp_path / "home1", java, pyspark).conf_dir() == shared / "spark-conf"
+        assert ClassCache(tmp_path / "home2", java, pyspark).conf_dir() == shared / "spark-conf"
+    finally:
+        del os.environ["SPARKSCOPE_CLASS_CACHE"]
+    (first.conf_dir() / "spark-env.sh").write_text("export X=1\n")
+    assert list(first.conf_dir().iterdir()) == []
+    assert second.folder != first.folder

@@ -17,10 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _OWN_SANDBOX = not os.environ.get("SPARKSCOPE_TEST_SANDBOX")
 _SANDBOX = Path(os.environ.get("SPARKSCOPE_TEST_SANDBOX") or tempfile.mkdtemp(prefix="sparkscope-tests-"))
 os.environ["SPARKSCOPE_TEST_SANDBOX"] = str(_SANDBOX)
-# with pytest-xdist each worker has its own directories, so its own server (`server` below)
-_HOME = _SANDBOX / os.environ.get("PYTEST_XDIST_WORKER", "")
-os.environ["XDG_STATE_HOME"] = str(_HOME / "state")
-os.environ["XDG_CONFIG_HOME"] = str(_HOME / "config")
+os.environ["XDG_STATE_HOME"] = str(_SANDBOX / "state")
+os.environ["XDG_CONFIG_HOME"] = str(_SANDBOX / "config")
 os.environ.pop("SPARK_REMOTE", None)
 os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
 os.environ.pop("SPARKSCOPE_PROFILE", None)
@@ -33,8 +31,8 @@ os.environ.setdefault("SPARKSCOPE_CLASS_CACHE", str(
 
 @pytest.fixture(scope="session")
 def sandbox() -> Path:
-    """This run's (this worker's) home: state/ and config/ are the XDG directories."""
-    return _HOME
+    """This run's home: state/ and config/ are the XDG directories."""
+    return _SANDBOX
 
 
 @pytest.fixture(scope="session")

@@ -87,7 +87,8 @@ def phases(server, info) -> tuple[float, float, float]:
 
 
 def recording_start(cache: str) -> tuple[float, float]:
-    """The first start ever for this Java and pyspark (it records the class archive), and its stop."""
+    """The first start ever for this Java and pyspark (it records the class archive), and its stop after
+    one query."""
     import os
 
     from sparkscope.client.server import LocalServer
@@ -99,6 +100,11 @@ def recording_start(cache: str) -> tuple[float, float]:
         info = server.start(port=free_port())
         started = time.perf_counter() - t
         assert info.class_recording
+        from sparkscope.client.session import Session
+
+        session = Session.open(info.target())  # used, as a first server is, before it is stopped
+        assert session.spark.range(3).count() == 3
+        session.close()
         t = time.perf_counter()
         server.stop()
         return started, time.perf_counter() - t

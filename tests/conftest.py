@@ -23,10 +23,10 @@ os.environ.pop("SPARK_REMOTE", None)
 os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
 os.environ.pop("SPARKSCOPE_PROFILE", None)
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-# The servers the tests start share one class archive (client/class_cache.py) outside the sandbox, kept
-# from run to run like pip's cache: the first server stopped cleanly records it, later starts map it.
-os.environ.setdefault("SPARKSCOPE_CLASS_CACHE", str(
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sparkscope-tests" / "class-cache"))
+# The servers the tests start neither record nor map a class archive (client/class_cache.py): a recording
+# server's stop writes 130 MB at full CPU, which the tests beside it would feel. test_server.py's class
+# archive test turns it on for its own servers.
+os.environ.setdefault("SPARKSCOPE_CLASS_CACHE", "off")
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,9 @@ class ClassCache:
     SPARKSCOPE_CLASS_CACHE names a folder shared by several state dirs, as the tests do)."""
 
     def __init__(self, home: Path, java: str, pyspark_home: Path):
-        self.folder = Path(os.environ.get(CACHE_ENV) or home / FOLDER)
+        setting = os.environ.get(CACHE_ENV) or ""
+        self.enabled = setting != "off"  # SPARKSCOPE_CLASS_CACHE=off: no archive, recorded or used
+        self.folder = Path(setting) if setting and self.enabled else home / FOLDER
         self.key = archive_key(java, pyspark_home)
         self.archive = self.folder / f"server-{self.key}.jsa"
 
@@ -69,6 +71,8 @@ class ClassCache:
         A recording becomes the archive only when that server stopped cleanly (see keep): a JVM killed
         while writing leaves a partial file, which is removed."""
         private_dir(self.folder)
+        if not self.enabled:
+            return "", None
         now = time.time()
         for old in self.folder.iterdir():
             with contextlib.suppress(OSError):
@@ -97,6 +101,7 @@ class ClassCache:
         """An empty directory for SPARK_CONF_DIR, which spark-submit puts first on the class path. The
         archive holds the class path it was recorded with, and a start with another one cannot use it,
         so the directory is the archive's neighbour, the same for every state dir sharing the folder."""
+        private_dir(self.folder)  # first: made as the parent of the next, it would be 0755
         return _empty_dir(self.folder / EMPTY_CONF)
 
     def discard_if_unusable(self, log_text: str, pid: int | None = None) -> bool:

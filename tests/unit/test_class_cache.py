@@ -107,3 +107,12 @@ def test_paths_with_spaces_stay_one_option_and_the_conf_dir_is_empty(tmp_path):
     (first.conf_dir() / "spark-env.sh").write_text("export X=1\n")
     assert list(first.conf_dir().iterdir()) == []
     assert second.folder != first.folder
+
+
+def test_off_records_and_maps_nothing(tmp_path, monkeypatch):
+    java, pyspark = _install(tmp_path)
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", "off")
+    cache = ClassCache(tmp_path / "state", java, pyspark)
+    assert cache.java_options() == ("", None)
+    assert cache.conf_dir() == tmp_path / "state" / "class-cache" / "spark-conf"
+    assert oct(cache.folder.stat().st_mode & 0o777) == "0o700"  # no "made it private" notice later

@@ -6,12 +6,12 @@ from pyspark's 200-odd jars. The first start for a given Java and pyspark runs w
 archive. Later starts map the archive (-XX:SharedArchiveFile) instead of loading them again.
 
 The archive lives in the state dir under a key of the Java runtime and the pyspark install, so a new
-Java or pyspark makes a new one; the old one is removed after a week without use. Each server records into a file of its
-own, which becomes the archive only when `sparkscope server stop` stopped that server cleanly. An
-archive the JVM cannot use (it says so in the server's log, or crashes mapping it) is removed, and
-the server starts without it and records a new one. The JVM refuses to record with a non-empty directory on its class path, so the server's
-configuration is read from files (--properties-file, log4j2.configurationFile) and its
-SPARK_CONF_DIR is an empty directory.
+Java or pyspark makes a new one; the old one is removed after a week without use. Each server records
+into a file of its own, which becomes the archive only when `sparkscope server stop` stopped that
+server cleanly. An archive the JVM cannot use (it says so in the server's log, or crashes mapping it)
+is removed, and the server starts without it and records a new one. The JVM refuses to record with a
+non-empty directory on its class path, so the server's configuration is read from files
+(--properties-file, log4j2.configurationFile) and its SPARK_CONF_DIR is an empty directory.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ ABANDONED_AFTER = 600.0
 # is removed once no start has used it for this long.
 UNUSED_AFTER = 7 * 24 * 3600.0
 EMPTY_CONF = "spark-conf"
-# what the JVM logs when it cannot map an archive it was given (-Xshare:auto then runs without it)
 _JVM_CRASH = "A fatal error has been detected by the Java Runtime Environment"
+# what the JVM logs when it cannot map an archive it was given (-Xshare:auto then runs without it)
 _UNUSABLE = re.compile(r"\[cds\][^\n]*(error|mismatch|unable|fail|not (?:be )?(?:used|mapped)|disabled)", re.IGNORECASE)
 
 
@@ -56,8 +56,9 @@ def archive_key(java: str, pyspark_home: Path) -> str:
 
 
 class ClassCache:
-    """The archive for one Java and pyspark in `folder` (the state dir's class-cache/ unless
-    SPARKSCOPE_CLASS_CACHE names a folder shared by several state dirs, as the tests do)."""
+    """The archive for one Java and pyspark in `folder`: the state dir's class-cache/, or the folder
+    SPARKSCOPE_CLASS_CACHE names (shared by several state dirs); SPARKSCOPE_CLASS_CACHE=off (the tests)
+    records and maps none."""
 
     def __init__(self, home: Path, java: str, pyspark_home: Path):
         setting = os.environ.get(CACHE_ENV) or ""

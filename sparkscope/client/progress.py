@@ -48,8 +48,8 @@ class Progress:
     state: list[StateProgress]
     sources: list[SourceProgress]
     sink: str
-    # Spark's JSON as compact text: a monitor keeps 600 of these per query, and the parsed dicts took
-    # five times the memory (about 11 KB each)
+    # Spark's JSON as compact text: a monitor keeps 600 of these per query, and a record holding the
+    # parsed dicts took 8.5 KB instead of 3.5 KB
     raw_json: str = field(repr=False, compare=False, default="{}")
 
     @property

@@ -431,7 +431,7 @@ class LocalServer:
                 if recording is not None:
                     class_cache.keep(recording, stopped_cleanly=False)
                 elif attempt == 1 and proc.poll() is not None and class_cache.discard_if_unusable(
-                        self._log_since(log_offset)):
+                        "\n".join(self._new_log_lines(log_offset))):
                     continue  # the JVM could not map the class archive: it is gone, start without it
                 if cluster is not None:
                     cluster.stop(grace=5)
@@ -442,7 +442,7 @@ class LocalServer:
         self._write_state(info)
         info.startup_seconds = time.time() - started
         if recording is None:
-            class_cache.discard_if_unusable(self._log_since(log_offset), info.pid)
+            class_cache.discard_if_unusable("\n".join(self._new_log_lines(log_offset)), info.pid)
         return info
 
     def _spawn(self, cmd: list[str], env: dict[str, str], token: str | None) -> tuple[subprocess.Popen, int]:
@@ -474,11 +474,6 @@ class LocalServer:
         if writer is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 writer.wait(timeout=5)
-
-    def _log_since(self, offset: int) -> str:
-        with open(self.log_path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read(1024 * 1024).decode(errors="replace")
 
     def _wait_ready(self, info: ServerInfo, token: str | None, timeout: float,
                     on_wait: Callable[[float, str], None] | None, proc: subprocess.Popen | None = None) -> str:

@@ -14,9 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Each pytest process has a sandbox of its own: with `-n 2` (pytest-xdist, as `make test` runs) each worker
+# has its own state dir and so its own session server. SPARKSCOPE_TEST_SANDBOX names a folder to keep
+# them in instead of a new temporary one (it is then left in place).
 _OWN_SANDBOX = not os.environ.get("SPARKSCOPE_TEST_SANDBOX")
-_SANDBOX = Path(os.environ.get("SPARKSCOPE_TEST_SANDBOX") or tempfile.mkdtemp(prefix="sparkscope-tests-"))
-os.environ["SPARKSCOPE_TEST_SANDBOX"] = str(_SANDBOX)
+_SANDBOX = (Path(os.environ["SPARKSCOPE_TEST_SANDBOX"]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
+            if not _OWN_SANDBOX else Path(tempfile.mkdtemp(prefix="sparkscope-tests-")))
+_SANDBOX.mkdir(parents=True, exist_ok=True)
 os.environ["XDG_STATE_HOME"] = str(_SANDBOX / "state")
 os.environ["XDG_CONFIG_HOME"] = str(_SANDBOX / "config")
 os.environ.pop("SPARK_REMOTE", None)

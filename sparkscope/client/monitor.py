@@ -94,6 +94,7 @@ class Monitor:
         self._tracks: dict[str, Track] = {}
         self._subscribers: list[Callable[[Event], None]] = []
         self._lock = threading.RLock()
+        self._starting = threading.Lock()
         self._stop = threading.Event()
         self._listener: Any = None
         self._thread: threading.Thread | None = None
@@ -107,10 +108,14 @@ class Monitor:
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> Monitor:
-        if self.mode != "stopped":
-            return self
+        with self._starting:  # one start at a time; a second caller finds it started
+            if self.mode == "stopped":
+                self._start()
+        return self
+
+    def _start(self) -> None:
         self._stop.clear()
-        with contextlib.suppress(SparkscopeError):  # a stuck server: start with what events bring
+        with swallowed("listing the session's queries"):  # a stuck server: start with what events bring
             within(CALL_DEADLINE, self._seed, "listing the session's queries")
         if self._use_listener and self._register():
             self.mode = "listener"
@@ -123,7 +128,6 @@ class Monitor:
             loop = self._poll_loop
         self._thread = threading.Thread(target=loop, name=f"sparkscope-monitor-{self.mode}", daemon=True)
         self._thread.start()
-        return self
 
     def close(self, timeout: float = CALL_DEADLINE) -> bool:
         """Stop listening or polling within `timeout` seconds; False when the server did not answer."""

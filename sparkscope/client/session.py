@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.session import SparkSession
 
 KEEPALIVE_SECONDS = 300.0
+RETRIES = 3  # after 0.2, 0.4 and 0.8 s
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
 CLOSE_DEADLINE = 10.0  # seconds for close() in all: listener, stopping queries, releasing
 CHECK_DEADLINE = 5.0
@@ -102,6 +103,17 @@ def connect(remote: str | None = None, *, token: str | None = None, profile: str
     return Session.open(target, timeout=timeout, keepalive=keepalive, server_home=server_home)
 
 
+def retry_policies() -> list[Any]:
+    """pyspark's default policy retries an unavailable server for about 20 minutes; an interactive
+    tool gives up in about 1.5 s. It must still be pyspark's DefaultPolicy (the base RetryPolicy
+    retries nothing): a call that meets a connection the network just cut fails with UNAVAILABLE
+    ("Stream removed") and succeeds when retried on a new one."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    return [DefaultPolicy(max_retries=RETRIES, initial_backoff=200, max_backoff=1000, backoff_multiplier=2.0,
+                          jitter=0, max_server_retry_delay=1000)]
+
+
 class Session:
     """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
 
@@ -136,13 +148,9 @@ class Session:
         version = probe(target, timeout=timeout)
         # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        from pyspark.sql.connect.client.retries import RetryPolicy
-
         with translated():
             spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
-        # pyspark retries a lost server for ~20 minutes; an interactive tool should give up in seconds.
-        spark.client.set_retry_policies([RetryPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
-                                                     backoff_multiplier=2.0)])
+        spark.client.set_retry_policies(retry_policies())
         session = cls(spark, target.with_session(session_id(spark)), version, keepalive)
         try:
             if target.session_id and not session._known_to_server():
@@ -562,7 +570,9 @@ class Session:
             if self._monitor is None:
                 self._monitor = Monitor(self)
                 self._monitor.subscribe(self._on_monitor_event)
-            return self._monitor.start()
+            monitor = self._monitor
+        # not under the session's lock: the monitor's first look at the running queries needs it
+        return monitor.start()
 
     # -- reading --------------------------------------------------------------------------------
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:

@@ -359,6 +359,7 @@ def repl_main(args) -> int:
     if not sys.stdin.isatty():
         args.file = "-"
         return batch_main(args)
+    _take_back_ctrl_c()
     executor = Executor(fmt=args.format, interactive=True)
     if not args.debug:
         from .diagnostics import quiet_stderr
@@ -376,6 +377,16 @@ def repl_main(args) -> int:
     # Otherwise draw the prompt first: importing pyspark in parallel would slow the first draw.
     return run_shell(executor, display, color=not args.no_color and "NO_COLOR" not in os.environ,
                      on_first_draw=None if args.init else connect)
+
+
+def _take_back_ctrl_c() -> None:
+    """At a terminal, Ctrl-C cancels the running command. A shell without job control starts a
+    background command with SIGINT ignored (`sparkscope &` in a script, or a test runner started so),
+    and Python keeps it ignored: the REPL would then have no way to cancel a long command."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _report_connection_later(executor) -> None:

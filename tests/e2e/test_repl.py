@@ -73,15 +73,34 @@ def test_multiline_python_and_completion(repl):
     repl.prompt()
 
 
-def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
-    repl.run(":start keeps ss.source.rate(5)")
+def interrupt_a_long_sql(repl: Repl) -> str:
+    """Start a SQL job that runs for hours, press Ctrl-C once it runs on the server; what was printed."""
     repl.child.send(":sql SELECT count(*) FROM range(0, 500000000000) a\r")
     repl.expect(re.escape(STILL_RUNNING))  # the job runs on the server now
     repl.child.sendcontrol("c")
-    out = repl.prompt(timeout=15)
+    return repl.prompt()
+
+
+def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
+    repl.run(":start keeps ss.source.rate(5)")
+    out = interrupt_a_long_sql(repl)
     assert "Cancelled: the operation was interrupted; streaming queries keep running." in out
     out = repl.run(":queries")
     assert re.search(r"\| keeps\s+\| [0-9a-f]{8} \| active", out)
+
+
+def test_ctrl_c_cancels_also_when_the_repl_was_started_with_sigint_ignored(remote_url):
+    """A shell without job control starts a background command with SIGINT ignored (`cmd &` in a
+    script), and Python keeps that: Ctrl-C then did nothing while a command ran."""
+    import signal
+
+    child = spawn("--remote", remote_url, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    repl = Repl(child)
+    repl.prompt()
+    out = interrupt_a_long_sql(repl)
+    assert "Cancelled: the operation was interrupted; streaming queries keep running." in out
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
 
 
 def quit_with_a_running_query(remote_url: str, name: str, answer: str) -> str:

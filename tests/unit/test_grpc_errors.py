@@ -86,3 +86,21 @@ def test_deadline_exceeded_is_one_line(channel):
 
 def test_cancelled_is_cancelled(channel):
     assert isinstance(translate(failure(channel, "CANCELLED", "by the server")), Cancelled)
+
+
+def test_a_cut_connection_is_retried_a_few_times_and_a_lost_server_given_up_in_seconds(channel):
+    """The policy every sparkscope session runs with. pyspark's base RetryPolicy retries nothing: a call
+    that met a connection the network had just cut ("Stream removed", UNAVAILABLE) failed at once."""
+    from pyspark.sql.connect.client.retries import RetryPolicyState
+
+    from sparkscope.client.session import RETRIES, retry_policies
+
+    [policy] = retry_policies()
+    assert policy.can_retry(failure(channel, "UNAVAILABLE", "Stream removed"))
+    assert not policy.can_retry(failure(channel, "INVALID_ARGUMENT", "bad plan"))
+    state = RetryPolicyState(policy)
+    waits = []
+    while (wait := state.next_attempt()) is not None:
+        waits.append(wait)
+    assert len(waits) == RETRIES
+    assert sum(waits) / 1000 <= 2.0  # a server that is gone is said within seconds, not minutes

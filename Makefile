@@ -41,7 +41,7 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(TESTSTAMP)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/cluster
+	$(BIN)/python -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster
 	$(BIN)/python -m pytest tests/cluster -q
 
 test-cluster: $(TESTSTAMP)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import time
@@ -141,10 +142,29 @@ def next_free_port(preferred: int, tries: int = 50) -> int:
     return free_port()
 
 
+SERVER_PORTS = (20000, 32768)  # below Linux's default ephemeral range (32768-60999)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A free port for a server, outside the kernel's ephemeral range when it can: a port from that range
+    is also every outgoing connection's source port, so a server that is restarted on its port (after
+    a crash, with its queries) could find it taken by some client's connection in the meantime."""
+    low, high = _server_port_range()
+    for _ in range(100):
+        port = random.randrange(low, high)
+        if usable(port):
+            return port
+    with socket.socket() as sock:  # everything there taken: any port the kernel gives
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _server_port_range() -> tuple[int, int]:
+    low, high = SERVER_PORTS
+    with contextlib.suppress(OSError, ValueError):
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        high = min(high, ephemeral_low)
+    return low, max(high, low + 1000)
 
 
 def usable_port() -> int:

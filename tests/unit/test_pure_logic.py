@@ -413,3 +413,19 @@ def test_the_start_up_stage_comes_from_the_server_log():
     assert startup_stage(begun) == "starting the Spark session"
     assert startup_stage(begun + ["26/11/22 18:33:04 INFO SparkConnectServer: Spark Connect server started at: "
                                   "127.0.0.1:34155"]) == "opening a session"
+
+
+def test_a_free_server_port_is_outside_the_ephemeral_range_and_free():
+    """A server restarted on its port after a crash found it taken by another client's outgoing
+    connection (its source port, handed out from the ephemeral range) in the meantime."""
+    import socket
+    from pathlib import Path
+
+    from sparkscope.client.processes import free_port
+
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(20):
+        port = free_port()
+        assert 20000 <= port < max(ephemeral_low, 21000)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))

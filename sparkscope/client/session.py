@@ -105,7 +105,7 @@ def connect(remote: str | None = None, *, token: str | None = None, profile: str
 
 def retry_policies() -> list[Any]:
     """pyspark's default policy retries an unavailable server for about 20 minutes; an interactive
-    tool gives up in about 1.5 s. It must still be pyspark's DefaultPolicy (the base RetryPolicy
+    tool gives up after 1.4 s. It must still be pyspark's DefaultPolicy (the base RetryPolicy
     retries nothing): a call that meets a connection the network just cut fails with UNAVAILABLE
     ("Stream removed") and succeeds when retried on a new one."""
     from pyspark.sql.connect.client.retries import DefaultPolicy

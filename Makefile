@@ -35,7 +35,8 @@ run: $(STAMP)
 	@$(BIN)/sparkscope
 
 # Two pytest workers (pytest-xdist), each with its own sandbox and session server, a test file at a time:
-# a single worker left the two cores idle 65% of the time while tests waited on the server's batches.
+# a single worker left the two cores idle 65% of the time while tests waited on the server's batches. With two,
+# `vmstat 5` shows them 0-3% idle: the suite is CPU-bound, so the JVMs it starts are tuned for it (tests/conftest.py).
 # The cluster tier (a standalone master, two workers and the Connect server) runs after the rest, in its
 # own pytest process, so that no other Spark runs beside it.
 TEST_WORKERS ?= 2

@@ -107,7 +107,7 @@ def test_another_process_restarts_what_this_one_started(ss, remote_url):
             while len(ss.peek("cat_shared", 3).rows) < 3 and time.monotonic() < deadline:
                 time.sleep(0.1)  # polling for the UDF's first rows
             rows = ss.peek("cat_shared", 3, order_by="twice").rows
-            assert [r[0] for r in rows] == [0, 2, 4], rows
+            assert [r[0] for r in rows] == [0, 2, 4], (rows, q.state, q.exception, q.progress)
             print("restarted", q.name, q.state, q.checkpoint)
             q.stop()
     """)

@@ -27,6 +27,11 @@ os.environ.pop("SPARK_REMOTE", None)
 os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
 os.environ.pop("SPARKSCOPE_PROFILE", None)
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+# pexpect forks the test process, which holds gRPC channels, to start `sparkscope` in a pty. grpcio 1.81+
+# then restarts its poller in the child, which dies of EBADF when pexpect closes the inherited
+# descriptors before exec (grpc/grpc#43055): the REPL never started ("Epoll1Poller encountered
+# epoll_wait error: Bad file descriptor", then EOF), once in four runs of the suite.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 # The servers the tests start neither record nor map a class archive (client/class_cache.py): a recording
 # server's stop writes 130 MB at full CPU, which the tests beside it would feel. test_server.py's class
 # archive test turns it on for its own servers.

@@ -139,6 +139,10 @@ def _seconds(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    # grpcio 1.81+ restarts its poller in a forked child, where closing the inherited descriptors before
+    # exec makes it die of EBADF (grpc/grpc#43055): a pager or server the REPL starts while a channel is
+    # open could never run. sparkscope forks only to exec, so gRPC's fork handlers have nothing to do.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     args = build_parser().parse_args(argv)
     from . import diagnostics
 

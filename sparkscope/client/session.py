@@ -126,6 +126,7 @@ class Session:
         self.server_version = server_version
         self.source = Sources(spark, same_machine=target.on_this_machine, server_version=server_version)
         self._queries: dict[str, Query] = {}
+        self._started_here: set[str] = set()  # ids of the queries this process started (not found)
         self._lock = threading.RLock()
         self._closed = False
         self._checkpoint_root: str | None = None
@@ -177,6 +178,11 @@ class Session:
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
         return durable.reattach(target, timeout=timeout)
+
+    def activate(self) -> None:
+        """Make this the session pyspark's getActiveSession() returns in the calling thread (and the
+        default one in every thread)."""
+        make_active(self.spark)
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
@@ -317,13 +323,36 @@ class Session:
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
+                       checkpoint: str | None, options: dict[str, Any], path: str | None = None,
+                       table: str | None = None) -> Query:
+        """A query that code of this process started with pyspark's own writeStream…start(): known to
+        this session as started here, and recorded in the catalog so that it can be restarted."""
+        plan, problem = durable.replay_check(self.spark, df, sink)
+        name = handle.name or handle.id[:8]
+        try:
+            parsed = parse_trigger(trigger)
+        except ConfigError:  # an interval Spark took and sparkscope does not spell: recorded as default
+            parsed = parse_trigger(None)
+        query = Query(handle, name=name, sink=sink, mode=mode or "append", trigger=parsed,
+                      checkpoint=checkpoint, path=path, table=table, fmt=sink if sink in FILE_SINKS else None)
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _register(self, query: Query, *, plan: bytes | None, problem: str | None,
+                  options: dict[str, Any] | None) -> Query:
+        """Track a query this process started, and record it in the catalog."""
+        name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
         query.on_end = self._ended
         query.restart_note = problem
         with self._lock:
             self._queries[query.id] = query
+            self._started_here.add(query.id)
         with swallowed(f"recording {name} in the catalog"):
             self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
-                                      sink=sink, mode=chosen, trigger=str(parsed_trigger), options=dict(options or {}),
+                                      sink=sink, mode=query.mode, trigger=str(query.trigger),
+                                      options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
                                       restartable=problem is None, reason=problem,
                                       keep=query.keep.spec() if query.keep else None, view=view)
@@ -512,6 +541,10 @@ class Session:
     def running(self) -> list[Query]:
         """This session's active queries (one RPC), including ones sparkscope did not start."""
         return self._adopt_active()
+
+    def started_here(self, query: Query) -> bool:
+        """Whether this process started `query` (not found it: reattached, or another client's)."""
+        return query.id in self._started_here
 
     def known_queries(self) -> list[Query]:
         """The queries this process knows of in this session, without an RPC (for completion, alerts)."""

@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-c", dest="commands", metavar="TEXT", action="append",
                         help="run these commands/Python lines (';' or newline separated) and exit; repeatable, "
                              "like psql's -c, each in order")
-    parser.add_argument("-f", dest="file", metavar="FILE", help="run a script of commands and Python, then exit")
+    parser.add_argument("-f", dest="file", metavar="FILE",
+                        help="run a script of commands and Python, then exit; what follows FILE is the script's "
+                             "sys.argv[1:] (sparkscope FILE.py ARGS… works too)")
     parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
     parser.add_argument("--format", choices=("table", "json", "vertical"), default="table",
                         help="how command results are printed (default: table)")
@@ -105,6 +107,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# options of ours that take a value: a value is never the script
+_VALUED = {"--remote", "--profile", "--session-id", "--port", "-c", "-i", "--format"}
+
+
+def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """sparkscope's own arguments, and the script's: everything after `-f FILE` (or after `FILE.py`,
+    which means `-f FILE.py`) belongs to the script, as with `python FILE ARGS…`."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("server", "checkpoints", "--"):
+            break
+        if arg == "-f" and index + 1 < len(argv):
+            return argv[: index + 2], argv[index + 2:]
+        if arg.startswith("-f") and not arg.startswith("--") and len(arg) > 2:
+            return argv[: index + 1], argv[index + 1:]
+        if arg in _VALUED:
+            index += 2
+            continue
+        if not arg.startswith("-") and arg.endswith(".py"):
+            return [*argv[:index], "-f", arg], argv[index + 1:]
+        index += 1
+    return argv, []
+
+
 def _workers(text: str) -> int:
     try:
         value = int(text)
@@ -143,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     # exec makes it die of EBADF (grpc/grpc#43055): a pager or server the REPL starts while a channel is
     # open could never run. sparkscope forks only to exec, so gRPC's fork handlers have nothing to do.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-    args = build_parser().parse_args(argv)
+    ours, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
+    args = build_parser().parse_args(ours)
+    args.script_args = script_args
     from . import diagnostics
 
     diagnostics.configure(debug=args.debug)
@@ -442,20 +471,34 @@ def batch_main(args) -> int:
     executor = Executor(fmt=args.format, interactive=False)
     executor.set_session(_opener(args)())
     ok = True
+    interrupted = False
+    saved_argv = sys.argv
     try:
         if args.init:
             ok = _run_file(executor, args.init) and ok
-        if args.commands is not None:
+        if args.commands is not None and not executor.exit_requested:
             for item in (item for text in args.commands for item in split_commands(text)):
                 ok = executor.run(item.strip()) and ok
                 if executor.exit_requested:
                     break
-        if args.file:
+        if args.file and not executor.exit_requested:
+            # as `python FILE ARGS…` runs it: its own sys.argv, __file__, and __name__ == "__main__"
+            sys.argv = [args.file, *getattr(args, "script_args", [])]
+            if args.file != "-":
+                executor.namespace["__file__"] = args.file
+            executor.echo_values = not args.file.endswith(".py")
             ok = _run_file(executor, args.file) and ok
+    except KeyboardInterrupt:  # Ctrl-C ends the script; the exit rules below decide about its queries
+        interrupted = True
     finally:
+        sys.argv = saved_argv
         message = executor.finish(detach=args.detach)
         if message:
             print(message, file=sys.stderr)
+    if interrupted:
+        return 130
+    if executor.exit_requested:
+        return executor.exit_code
     return 0 if ok else 1
 
 

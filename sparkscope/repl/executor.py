@@ -23,6 +23,7 @@ from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, transl
 from ..client.secrets import redact
 from . import catalog_commands as _catalog_commands  # noqa: F401 - registers the catalog's commands
 from . import commands as _commands  # noqa: F401 - registers the colon commands
+from . import pyspark_habits
 from .registry import REGISTRY, Runs, UsageError
 from .hints import repl_hint
 from .render import age, error_json, error_line, render, to_json, value_json
@@ -39,12 +40,17 @@ ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
 
 
 class Cancel(Exception):
-    def __init__(self, abandoned: bool = False):
+    def __init__(self, abandoned: bool = False, waited_on: str | None = None):
         super().__init__()
         self.abandoned = abandoned
+        self.waited_on = waited_on  # Ctrl-C ended a wait on this query, which keeps running
 
     @property
     def notice(self) -> str:
+        if self.waited_on == "any query":
+            return "Stopped waiting; the queries keep running (:stop NAME ends one)."
+        if self.waited_on:
+            return f"Stopped waiting for {self.waited_on}; it keeps running (:stop {self.waited_on} ends it)."
         return ABANDONED if self.abandoned else CANCELLED
 
 
@@ -69,6 +75,10 @@ class Executor:
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self.last_traceback: str | None = None
         self.exit_requested = False
+        self.exit_code = 0  # sys.exit(N) or exit(N) in a script: the command's exit code
+        self.stop_requested = False  # spark.stop() on this session: closed once the input ends
+        self._notices: set[str] = set()
+        self.echo_values = True  # show an expression's value; off in a .py script, as python runs it
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.format_override: str | None = None
         self._session_future: Future = Future()
@@ -134,10 +144,12 @@ class Executor:
         self._session_future.set_result(session)
 
     def _populate(self, session: Any) -> None:
+        from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        self.namespace.update({"spark": session.spark, "ss": session, "F": F, "T": T, "window": F.window,
+        pyspark_habits.install()
+        self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T, "window": F.window,
                                "col": F.col, "expr": F.expr, "lit": F.lit})
         if self.interactive:  # alerts above the prompt from the start
             # the session works without live events; :watch and :tail report the reason
@@ -215,8 +227,25 @@ class Executor:
                 raise translate(exc) from exc
             raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
 
-    def request_exit(self) -> None:
+    def request_exit(self, code: object = None) -> None:
         self.exit_requested = True
+        if code is None or isinstance(code, int):
+            self.exit_code = code or 0
+        else:  # sys.exit("message"), as Python does: the message on stderr, exit code 1
+            self.err.write(f"{code}\n")
+            self.exit_code = 1
+
+    def notice_once(self, text: str) -> None:
+        """A line on stderr, printed the first time only."""
+        if text not in self._notices:
+            self._notices.add(text)
+            self.err.write(text + "\n")
+            self.err.flush()
+
+    def owns_spark(self, spark: Any) -> bool:
+        """Whether `spark` is the session sparkscope opened for this REPL (spark in the namespace)."""
+        session = self.session_or_none()
+        return session is not None and spark is session.spark
 
     def run(self, text: str) -> bool:
         """Run one input (a colon command or Python source). True when it succeeded."""
@@ -227,11 +256,13 @@ class Executor:
                 return self._run_command(text.strip())
             return self._run_python(text)
         except KeyboardInterrupt:
+            if not self.interactive:  # Ctrl-C ends a script
+                raise
             self.err.write(CANCELLED + "\n")
             return False
 
     def _in_worker(self, work: Callable[[], Any], *, deadline: float | None = None,
-                   interrupt: bool = True) -> Any:
+                   interrupt: bool = True, user_code: bool = False) -> Any:
         """Run `work` in a thread under an operation tag. Ctrl-C (or the deadline) returns at once:
         the tag is interrupted in the background (never interruptAll, which stops streams; never a
         call that waits on a query, which stops that query: interrupt=False) and a call that still
@@ -240,21 +271,27 @@ class Executor:
         tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
         session_holder: list[Any] = []
         self.cancelled = threading.Event()
+        call = pyspark_habits.UserCall(self, self.cancelled) if user_code else None
 
         def target() -> None:
             try:
                 session = self.session_or_none()
-                if session is not None:
-                    session_holder.append(session)
-                    with session.operation(tag):
+                with pyspark_habits.running_user_code(call) if call else contextlib.nullcontext():
+                    if session is not None:
+                        session_holder.append(session)
+                        if call:
+                            session.activate()  # getActiveSession() in the user's code finds it
+                        with session.operation(tag):
+                            box["value"] = work()
+                    else:
                         box["value"] = work()
-                else:
-                    box["value"] = work()
             except BaseException as exc:
                 box["error"] = exc
 
         def give_up() -> bool:
             self.cancelled.set()
+            if call is not None and call.waiting_on:
+                return False  # interrupting a wait on a query would stop the query: the wait ends by itself
             if interrupt and session_holder:  # over a frozen network this itself may hang: not here
                 threading.Thread(target=session_holder[0].cancel, args=(tag,), daemon=True).start()
             worker.join(CANCEL_WAIT)
@@ -278,8 +315,9 @@ class Executor:
                                            "The server or network may be stuck; streaming queries keep running. "
                                            "[repl] command_timeout in config.toml sets the limit")
         except KeyboardInterrupt:
+            waited_on = call.waiting_on if call is not None else None
             still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
-            raise Cancel(abandoned=still_running and interrupt) from None
+            raise Cancel(abandoned=still_running and interrupt, waited_on=waited_on) from None
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -374,15 +412,20 @@ class Executor:
         try:
             if "spark" not in self.namespace and _mentions_session(source):
                 self._wait_for_session()
-            value = self._in_worker(work)
+            value = self._in_worker(work, user_code=True)
         except Cancel as cancel:
             self._error(cancel.notice)
+            if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
+                raise KeyboardInterrupt from None
             return False
+        except SystemExit as exc:  # sys.exit() and raise SystemExit leave as exit() does
+            self.request_exit(exc.code)
+            return True
         except SparkscopeError as exc:
             self._report(exc)
             return False
         except BaseException as exc:
-            if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            if isinstance(exc, KeyboardInterrupt):
                 raise
             self.last_traceback = redact("".join(traceback.format_exception(exc)))
             if _from_pyspark(exc):
@@ -392,12 +435,51 @@ class Executor:
             else:
                 self.err.write(redact(_user_traceback(exc, source)))
             return False
-        if value is not None:
+        finally:
+            if self.stop_requested:
+                self._replace_stopped_session()
+        if value is not None and self.echo_values:
             self.namespace["_"] = value
             text = describe(value)
             self.out.write((value_json(value, text) if self.fmt == "json" else text) + "\n")
             self.out.flush()
         return True
+
+    def _replace_stopped_session(self) -> None:
+        """spark.stop() ran on this session: close it as pyspark would (asking first, as :quit does, when
+        queries run), then open a new one on the same server, so spark, ss and every command work."""
+        self.stop_requested = False
+        old = self.session
+        try:
+            running = [q.name for q in within(LEAVE_DEADLINE, old.running, "listing running queries")]
+        except SparkscopeError:
+            running = []
+        stop = True
+        if running and self.interactive:
+            names = ", ".join(running)
+            stop = self.confirm(f"spark.stop() closes this session. {len(running)} quer"
+                                f"{'y is' if len(running) == 1 else 'ies are'} still running ({names}). "
+                                f"Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
+        elif running:  # a script: the queries it started stop with its session, as in pyspark
+            running = [q.name for q in old.running() if old.started_here(q)]
+        if stop:
+            with swallowed("stopping the session's queries"):
+                for query in old.running():
+                    if self.interactive or old.started_here(query):
+                        query.stop()
+        target = old.target.with_session(None)
+        from ..client.session import Session
+
+        try:
+            new, _, left = self.switch_session(lambda: Session.open(target))
+        except SparkscopeError as exc:
+            self._report(exc)
+            return
+        kept = f"; left running in the old session: {', '.join(left)}" if left else ""
+        ended = f"; stopped {', '.join(running)}" if stop and running else ""
+        self.err.write(f"spark.stop() closed session {old.session_id[:8]}{ended}{kept}. "
+                       f"A new session {new.session_id[:8]} is ready: spark, ss and the commands use it.\n")
+        self.err.flush()
 
     # -- leaving --------------------------------------------------------------------------------
     def finish(self, detach: bool | None) -> str | None:
@@ -408,9 +490,22 @@ class Executor:
         if self._live is not None:
             self._live.close()
         try:  # a frozen network must not hold Ctrl-D
-            running = [q.name for q in within(LEAVE_DEADLINE, session.running, "listing running queries")]
+            queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
         except SparkscopeError:
-            running = []
+            queries = []
+        running = [q.name for q in queries]
+        found = [] if self.interactive else [q for q in queries if not session.started_here(q)]
+        if found and not detach:
+            # a script stops only what it started: queries it found (reattached, another client's) run on
+            with swallowed("stopping the script's queries"):
+                for query in queries:
+                    if session.started_here(query):
+                        query.stop()
+            session.close(stop_queries=False)
+            stopped = [q.name for q in queries if session.started_here(q)]
+            return "\n".join(filter(None, [f"Stopped {', '.join(stopped)}." if stopped else None,
+                                            f"Left running: {', '.join(q.name for q in found)} (this script did "
+                                            "not start them)."]))
         if running and detach is None:
             names = ", ".join(running)
             detach = not self.confirm(f"{len(running)} quer{'y is' if len(running) == 1 else 'ies are'} still "
@@ -459,7 +554,7 @@ class _Leave:
         self._executor = executor
 
     def __call__(self, code: object = None) -> None:
-        self._executor.request_exit()
+        self._executor.request_exit(code)
 
     def __repr__(self) -> str:
         return "Use exit(), quit(), :quit or Ctrl-D to leave"

@@ -31,6 +31,7 @@ class Live:
         except Exception:  # a broken config file is reported where profiles are read
             self.alerts_on = True
         self.tails: dict[str, Tail] = {}
+        self._truncate: dict[str, int | None] = {}  # per tailed query: cells cut to this many characters
         self.dashboard: Any = None
         self._rules = AlertRules(self._trigger_seconds)
         self._lock = threading.Lock()
@@ -69,7 +70,10 @@ class Live:
             out.flush()
 
     # -- tails ------------------------------------------------------------------------------------------
-    def tail(self, query: Query, limit: int = 20) -> Tail:
+    def tail(self, query: Query, limit: int = 20, truncate: int | None = None) -> Tail:
+        """Print each new batch of `query` (its first `limit` rows; with `truncate`, each cell cut to that
+        many characters, as Spark's console sink does)."""
+        self._truncate[query.name] = truncate
         existing = self.tails.get(query.name)
         if existing is not None and existing.active and existing.query.id == query.id:
             return existing
@@ -93,6 +97,16 @@ class Live:
             return
         more = f" (and {batch.more} more)" if batch.more else ""
         what = "rows in the result" if batch.mode == "complete" else "new rows"
-        table = Table(batch.rows.columns, list(batch.rows.rows), title=f"Batch: {batch.batch_id} ({batch.query})",
+        cut = self._truncate.get(batch.query)
+        rows = [[_cut(cell, cut) for cell in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
+        table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
                       footer=f"({batch.total} {what}{more})")
         self.say(render(table))
+
+
+def _cut(cell: Any, width: int) -> Any:
+    """Spark's console sink: a cell longer than `width` shows its first width-3 characters and '...'."""
+    text = str(cell) if cell is not None else None
+    if text is None or len(text) <= width:
+        return cell
+    return text[: width - 3] + "..."

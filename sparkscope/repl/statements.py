@@ -7,6 +7,7 @@ line. In a script a blank line inside a block does not end it; the next unindent
 
 from __future__ import annotations
 
+import ast
 import codeop
 from collections.abc import Iterator
 
@@ -29,13 +30,17 @@ def is_open(source: str) -> bool:
 
 
 def enter_submits(text: str) -> bool:
-    """At the prompt: does Enter run `text` (True) or start another line of it (False)?"""
+    """At the prompt: does Enter run `text` (True) or start another line of it (False)?
+
+    IPython's rule (check_complete): a complete statement runs, however its last line is indented
+    when that line continues it (a `\\` chain, the inside of brackets now closed); a compound
+    statement (def, for, with, if …) that ends in its indented body waits for a blank line."""
     lines = text.split("\n")
     if len(lines) > 1 and not lines[-1].strip():  # a blank line ends the block, as in python
         return not is_open(text.rstrip())
     if not is_complete(text):
         return False
-    return len(lines) == 1 or not _in_block(lines)
+    return len(lines) == 1 or not _ends_in_block(text, lines)
 
 
 def script_statements(text: str) -> Iterator[str]:
@@ -63,8 +68,20 @@ def script_statements(text: str) -> Iterator[str]:
         yield "\n".join(pending).rstrip() + "\n"
 
 
-def _in_block(lines: list[str]) -> bool:
-    return bool(lines) and (lines[0].rstrip().endswith(":") or lines[-1].startswith((" ", "\t")))
+_COMPOUND = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "FunctionDef",
+                                                   "AsyncFunctionDef", "ClassDef", "Try", "TryStar", "Match")
+                  if hasattr(ast, name))
+
+
+def _ends_in_block(text: str, lines: list[str]) -> bool:
+    """The last statement is compound and its body is still being typed (the last line is indented)."""
+    if not lines[-1].startswith((" ", "\t")):
+        return False
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False  # reported when it runs
+    return bool(tree.body) and isinstance(tree.body[-1], _COMPOUND)
 
 
 def indent_for(text: str) -> str:

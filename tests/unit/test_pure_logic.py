@@ -296,6 +296,22 @@ def test_enter_at_the_prompt_follows_the_interpreter():
     assert enter_submits("foo(1,\n2)")
 
 
+def test_a_pasted_complete_cell_runs_on_one_enter_as_in_ipython():
+    # seed cells: a backslash chain, and the inside of a bracket block, each ending on an indented line
+    chain = ('query = df.writeStream \\\n    .format("memory") \\\n    .queryName("counts") \\\n'
+             '    .start()')
+    assert enter_submits(chain)
+    assert enter_submits('q = (df.writeStream\n     .format("console")\n     .start())')
+    assert enter_submits('rows = [\n    (1, "a"),\n    (2, "b"),\n    ]')
+    # a compound statement still waits for its blank line, however it ends
+    assert not enter_submits("for x in range(3):\n    print(x)")
+    assert not enter_submits('with open("f") as f:\n    q = (df\n        .start())')
+    assert not enter_submits("def f(x):\n    return (x +\n        1)")
+    # a compound statement followed by an unindented one is a complete cell
+    assert enter_submits("for x in range(3):\n    pass\nprint(1)")
+    assert not enter_submits("q = (df\n    .start(")  # still open
+
+
 def test_a_sql_syntax_error_loses_spark_position_noise():
     class ParseException(Exception):
         def getCondition(self):

@@ -11,8 +11,17 @@ from sparkscope.client import _pyspark
 
 
 def _owner(dotted: str):
-    module, _, name = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    """The module attribute named by `dotted`, nested classes (SparkSession.Builder) included."""
+    parts = dotted.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            owner = getattr(owner, name)
+        return owner
+    raise ImportError(dotted)
 
 
 @pytest.mark.parametrize("where,attribute", _pyspark.INTERNALS, ids=[f"{w.rsplit('.', 1)[1]}.{a}"
@@ -20,7 +29,9 @@ def _owner(dotted: str):
 def test_each_internal_the_adapter_uses_still_exists(where, attribute):
     owner = _owner(where)
     # set in __init__ (instance attributes) or defined on the class
-    defined = hasattr(owner, attribute) or f"self.{attribute}" in inspect.getsource(owner.__init__)
+    defined = hasattr(owner, attribute) or any(
+        f"self.{attribute}" in inspect.getsource(cls.__init__) for cls in inspect.getmro(owner)
+        if "__init__" in vars(cls) and cls is not object)
     import pyspark
 
     assert defined, (f"pyspark {pyspark.__version__} has no {where}.{attribute}; sparkscope was checked against "

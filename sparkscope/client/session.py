@@ -355,7 +355,7 @@ class Session:
                                       options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
                                       restartable=problem is None, reason=problem,
-                                      keep=query.keep.spec() if query.keep else None, view=view)
+                                      keep=query.keep.spec() if query.keep else None, view=query.view)
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query

@@ -292,7 +292,7 @@ def connect_builder_create(options: dict[str, str]) -> Any:
     """A new Connect session from builder options that name their own spark.remote (public API)."""
     from pyspark.sql.connect.session import SparkSession
 
-    return SparkSession.builder.config(map=options).create()
+    return SparkSession.builder.config(map=dict[str, Any](options)).create()
 
 
 def connect_start_method() -> tuple[type, str]:

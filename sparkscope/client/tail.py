@@ -58,16 +58,22 @@ class Tail:
         self._thread: threading.Thread | None = None
         self.active = False
 
-    def start(self) -> Tail:
-        if not self.query.view:
+    def start(self, from_start: bool = False) -> Tail:
+        """Print the batches that come from now on; `from_start` (a query just started, as a console
+        sink prints it): from its first batch, also when that batch ended before this call."""
+        if not self.query.view and not from_start:
             table = self.session.spark.table(self.query.name)
             self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
-        latest = self.query.progress
+        latest = None if from_start else self.query.progress
         self._last_batch = latest.batch_id if latest else -1
         self.active = True
         self._thread = threading.Thread(target=self._run, name=f"sparkscope-tail-{self.query.name}", daemon=True)
         self._thread.start()
         self._unsubscribe = self.session.monitor.subscribe(self._on_event)
+        if from_start:  # a batch that ended before the subscription: read now (a later event is skipped)
+            done = self.query.progress
+            if done is not None:
+                self._events.put(Event("progress", self.query.id, self.query.name, progress=done))
         return self
 
     def stop(self) -> None:

@@ -235,10 +235,10 @@ class Executor:
             self.err.write(f"{code}\n")
             self.exit_code = 1
 
-    def notice_once(self, text: str) -> None:
-        """A line on stderr, printed the first time only."""
-        if text not in self._notices:
-            self._notices.add(text)
+    def notice_once(self, key: str, text: str) -> None:
+        """A line on stderr, printed the first time only of those with this key."""
+        if key not in self._notices:
+            self._notices.add(key)
             self.err.write(text + "\n")
             self.err.flush()
 

@@ -70,14 +70,14 @@ class Live:
             out.flush()
 
     # -- tails ------------------------------------------------------------------------------------------
-    def tail(self, query: Query, limit: int = 20, truncate: int | None = None) -> Tail:
+    def tail(self, query: Query, limit: int = 20, truncate: int | None = None, from_start: bool = False) -> Tail:
         """Print each new batch of `query` (its first `limit` rows; with `truncate`, each cell cut to that
         many characters, as Spark's console sink does)."""
         self._truncate[query.name] = truncate
         existing = self.tails.get(query.name)
         if existing is not None and existing.active and existing.query.id == query.id:
             return existing
-        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit).start()
+        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit).start(from_start)
         self.tails[query.name] = tail
         return tail
 

@@ -118,7 +118,7 @@ def _get_or_create(original: Any, builder: Any) -> Any:
             ignored.append(key)
     if ignored:
         call.executor.notice_once(
-            f"note: getOrCreate() gives sparkscope's session; {', '.join(ignored)} "
+            "getOrCreate", f"note: getOrCreate() gives sparkscope's session; {', '.join(ignored)} "
             f"{'is' if len(ignored) == 1 else 'are'} set when a server starts, so not applied here "
             "(sparkscope server start --conf KEY=VALUE sets a server's)")
     return session.spark
@@ -202,7 +202,8 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
     session = call.executor.session
     ours = settings.session is session.spark
     console = ours and settings.format == "console"
-    rows, truncate = CONSOLE_ROWS, CONSOLE_TRUNCATE
+    rows: int = CONSOLE_ROWS
+    truncate: int | None = CONSOLE_TRUNCATE
     if console:  # printed here instead, from a memory sink
         rows = _int_option(_take(settings.options, "numRows"), CONSOLE_ROWS)
         truncate = _truncate_option(_take(settings.options, "truncate"))
@@ -231,7 +232,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
                                                     if k != "checkpointLocation"},
                                            path=path, table=tableName)
             if console:
-                call.executor.live().tail(query, limit=rows, truncate=truncate)
+                call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True)
     return handle
 
 

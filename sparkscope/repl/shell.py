@@ -16,6 +16,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.utils import is_dumb_terminal
 from pygments.lexer import RegexLexer, bygroups, using
 from pygments.lexers.python import PythonLexer
 from pygments.token import Keyword, Name, Operator, String, Text
@@ -201,7 +202,9 @@ class Shell:
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.on_state_change(self.prompt.app.invalidate)
-        if on_first_draw is not None:
+        if on_first_draw is not None and is_dumb_terminal():
+            on_first_draw()  # a dumb terminal's prompt is plain input(): no render, so no after_render
+        elif on_first_draw is not None:
             def first_draw(_app) -> None:
                 self.prompt.app.after_render -= first_draw
                 on_first_draw()

@@ -124,7 +124,8 @@ def test_port_taken_from_the_command_line(server, tmp_path):
 
 
 def test_missing_java_is_one_line_with_install_hint(tmp_path):
-    out = run("server", "start", env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/nonexistent",
+    # a port of its own: with the default one, a server of the user's on 15002 adds a "port is taken" notice
+    out = run("server", "start", "--port", str(free_port()), env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/nonexistent",
                                       "JAVA_HOME": ""}, timeout=30)
     # spark-submit is never reached: java is checked first
     assert out.returncode == 2

@@ -1,0 +1,213 @@
+"""Code written for pyspark, typed into the REPL or run with -f as it was written (issue 24).
+
+Each test drives the real `sparkscope` command and asserts what the user sees: the session that
+getOrCreate() gives, a stream still running (and making batches) after Ctrl-C in a wait, console
+batches printed here, a REPL that works after spark.stop(), and scripts that read sys.argv."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pexpect
+
+from tests.e2e.conftest import Repl, clean, spawn
+from tests.helpers import run_sparkscope, wait_for
+
+
+def _batch(repl: Repl, query: str) -> int:
+    out = repl.run(f"({query}.lastProgress or {{}}).get('batchId', -1)")
+    return int(re.findall(r"^-?\d+$", out, re.M)[-1])
+
+
+def _still_making_batches(repl: Repl, query: str) -> None:
+    assert repl.run(f"{query}.isActive").strip().endswith("True")
+    before = _batch(repl, query)
+    wait_for(lambda: _batch(repl, query) > before, timeout=60, what=f"{query} to make another batch")
+
+
+def _interrupt_while_waiting(repl: Repl, line: str) -> str:
+    repl.child.send(line + "\r")
+    repl.child.expect(r"\(still running; Ctrl-C", timeout=30)  # the wait is under way
+    repl.child.sendintr()
+    return repl.prompt()
+
+
+def test_getorcreate_gives_the_repl_session_with_runtime_confs_and_one_note(repl):
+    out = repl.run('s2 = SparkSession.builder.appName("Seed").master("local[*]")'
+                   '.config("spark.sql.shuffle.partitions", "3").getOrCreate()')
+    assert out.strip().splitlines()[-1] == ("note: getOrCreate() gives sparkscope's session; appName, master are set when a server "
+                           "starts, so not applied here (sparkscope server start --conf KEY=VALUE sets a server's)")
+    assert repl.run("s2 is spark").strip().endswith("True")
+    assert repl.run('spark.conf.get("spark.sql.shuffle.partitions")').strip().endswith("'3'")
+    assert "note:" not in repl.run('SparkSession.builder.appName("Seed").getOrCreate() is spark')  # said once
+    assert repl.run("SparkSession.getActiveSession() is spark").strip().endswith("True")
+
+
+def test_ctrl_c_in_a_wait_leaves_the_query_running_and_making_batches(repl):
+    repl.run('q = spark.readStream.format("rate").option("rowsPerSecond", 5).load()'
+             '.writeStream.format("memory").queryName("waited").start()')
+    out = _interrupt_while_waiting(repl, "q.awaitTermination()")
+    assert "Stopped waiting for waited; it keeps running (:stop waited ends it)." in out
+    _still_making_batches(repl, "q")
+    out = _interrupt_while_waiting(repl, "q.awaitTermination(600)")
+    assert "Stopped waiting for waited" in out
+    out = _interrupt_while_waiting(repl, "spark.streams.awaitAnyTermination()")
+    assert "Stopped waiting; the queries keep running" in out
+    _still_making_batches(repl, "q")
+    # one cell that starts a query and waits on it, as every seed ends
+    out = _interrupt_while_waiting(repl, 'q2 = spark.readStream.format("rate").load().writeStream'
+                                         '.format("memory").queryName("cell").start(); q2.awaitTermination()')
+    assert "Stopped waiting for cell" in out
+    _still_making_batches(repl, "q2")
+    assert repl.run("q.awaitTermination(1)").strip().endswith("False")  # a timed wait still answers
+    repl.run(":stop --all")
+
+
+def test_a_console_sink_prints_its_batches_above_the_prompt(repl, data_dir):
+    (data_dir / "1.json").write_text('{"word": "spark"}\n{"word": "a-word-longer-than-twenty-characters"}\n')
+    repl.run(f'words = spark.readStream.schema("word string").json("{data_dir}")')
+    repl.run('q = words.writeStream.format("console").start()')
+    text = clean(repl.expect(r"Batch: 0 \(console_\d+\)[\s\S]*?new rows\)", timeout=60))
+    assert "spark" in text and "a-word-longer-tha..." in text  # truncate=true cuts cells at 20
+    repl.run('q2 = words.writeStream.format("console").option("truncate", "false").queryName("full").start()')
+    text = clean(repl.expect(r"Batch: 0 \(full\)[\s\S]*?new rows\)", timeout=60))
+    assert "a-word-longer-than-twenty-characters" in text
+
+
+def test_spark_stop_asks_then_gives_a_fresh_session(remote_url):
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run('q = spark.readStream.format("rate").load().writeStream.format("memory").queryName("kept").start()')
+    child.send("spark.stop()\r")
+    child.expect(r"spark\.stop\(\) closes this session\. 1 query is still running \(kept\)\. Stop it\? \[y/N\]",
+                 timeout=30)
+    child.send("y\r")
+    out = repl.prompt()
+    assert re.search(r"spark\.stop\(\) closed session [0-9a-f]{8}; stopped kept\. A new session [0-9a-f]{8} is "
+                     r"ready: spark, ss and the commands use it\.", out), out
+    assert repl.run("spark.range(3).count()").strip().endswith("3")
+    assert "no queries" in repl.run(":queries")
+    assert "belongs to a session that was closed" not in repl.run(":stop --all")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_raise_systemexit_leaves_as_exit_does(remote_url):
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run(":start leaving ss.source.rate(1)")
+    child.send("raise SystemExit\r")
+    child.expect(r"1 query is still running \(leaving\)\. Stop it\? \[y/N\]", timeout=30)
+    child.send("y\r")
+    child.expect(pexpect.EOF, timeout=30)
+    assert "Stopped leaving." in clean(child.before)
+
+
+def test_a_complete_pasted_cell_runs_on_one_enter(repl):
+    # before: an indented last line held the cell for a second Enter
+    out = repl.run('total = (spark.range(10)\r    .selectExpr("sum(id) AS s")\r    .first()["s"])\rtotal')
+    # the cell ran on the Enter after `.first()["s"])`; `total` was then a cell of its own
+    assert out.strip().endswith("45"), out
+
+
+def test_a_dumb_terminal_connects_and_answers(remote_url):
+    child = spawn("--remote", remote_url, env={"TERM": "dumb"})
+    child.send("spark.range(7).count() * 6\r")  # typed while it connects
+    child.expect(r"\r\n42\r\n", timeout=60)
+    child.send(":queries\r")
+    child.expect(r"no queries: start one with :start NAME", timeout=30)
+    child.send(":quit\r")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_a_narrow_terminal_and_piped_stdin_answer(remote_url):
+    child = spawn("--remote", remote_url, cols=40)
+    repl = Repl(child)
+    repl.prompt()
+    assert repl.run("spark.range(5).count()").strip().endswith("5")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+    import subprocess
+
+    from tests.helpers import sparkscope_bin
+
+    out = subprocess.run([sparkscope_bin(), "--remote", remote_url], input="spark.range(3).count()\n",
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "3"
+
+
+PROGRAM = '''\
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import explode, split
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("Usage: words.py <directory> <name>", file=sys.stderr)
+        sys.exit(-1)
+    directory, name = sys.argv[1:]
+    spark = SparkSession.builder.appName("StructuredWordCount").getOrCreate()
+    lines = spark.readStream.text(directory)
+    words = lines.select(explode(split(lines.value, " ")).alias("word"))
+    counts = words.groupBy("word").count().orderBy("word")
+    query = counts.writeStream.outputMode("complete").format("console").queryName(name).start()
+    query.awaitTermination(20)
+    query.processAllAvailable()
+    spark.stop()
+'''
+
+
+def test_a_pyspark_program_runs_unchanged_with_its_arguments(tmp_path, remote_url):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "1.txt").write_text("to be or not to be\n")
+    script = tmp_path / "words.py"
+    script.write_text(PROGRAM)
+    out = run_sparkscope("--remote", remote_url, "-f", str(script), str(tmp_path / "in"), "wc", timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "Batch: 0 (wc)" in out.stdout
+    table = out.stdout.split("Batch: 0 (wc)", 1)[1]
+    assert re.search(r"\| be\s+\| 2\s+\|", table) and re.search(r"\| to\s+\| 2\s+\|", table), out.stdout
+    assert "False" not in out.stdout  # a script's expression values are not echoed, as in python
+    # sparkscope FILE.py ARGS… is the same; a usage error exits with the script's own code
+    usage = run_sparkscope("--remote", remote_url, str(script), timeout=120)
+    assert usage.returncode == 255, usage.stderr
+    assert "Usage: words.py <directory> <name>" in usage.stderr
+
+
+def test_a_query_naming_no_checkpoint_starts_fresh_each_run(tmp_path, remote_url):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "1.json").write_text('{"k": "a"}\n{"k": "a"}\n{"k": "b"}\n')
+    script = tmp_path / "dup.py"
+    script.write_text(textwrap.dedent(f'''\
+        df = spark.readStream.schema("k string").json("{tmp_path / 'in'}").groupBy("k").count()
+        q = df.writeStream.format("memory").queryName("dupcheck").outputMode("complete").start()
+        q.processAllAvailable()
+        print(sorted(tuple(r) for r in spark.table("dupcheck").collect()))
+        '''))
+    for _ in range(2):
+        out = run_sparkscope("--remote", remote_url, "-f", str(script), timeout=180)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "[('a', 2), ('b', 1)]"
+    listed = run_sparkscope("--remote", remote_url, "-c", ":queries --all", timeout=120)
+    assert re.search(r"dupcheck .*stopped .*yes", listed.stdout), listed.stdout  # catalogued: restartable
+
+
+def test_a_script_stops_only_the_queries_it_started(remote_url):
+    left = run_sparkscope("--remote", remote_url, "--detach", "-c",
+                          'q = spark.readStream.format("rate").load().writeStream.format("memory")'
+                          '.queryName("found").start()', timeout=120)
+    assert left.returncode == 0, left.stderr
+    try:
+        looked = run_sparkscope("--remote", remote_url, "--reattach", "-c", ":queries", timeout=120)
+        assert looked.returncode == 0, looked.stderr
+        assert "found" in looked.stdout and "Stopped" not in looked.stderr
+        assert "Left running: found (this script did not start them)." in looked.stderr
+        again = run_sparkscope("--remote", remote_url, "--reattach", "-c", ":queries", timeout=120)
+        assert re.search(r"found .*active", again.stdout), again.stdout
+    finally:
+        run_sparkscope("--remote", remote_url, "--reattach", "-c", ":stop --all", timeout=120)

@@ -54,6 +54,23 @@ class QueryInfo:
     keep: str | None = None  # what a bounded sink keeps, e.g. "last 10,000 rows"
 
 
+def wait_in_slices(wait: Callable[[float], Any], timeout: float | None = None,
+                   cancelled: threading.Event | None = None) -> bool | None:
+    """Wait with `wait(seconds) -> ended` (a query's or the manager's awaitTermination) one short server
+    call at a time: True when it ended, False when `timeout` passed, None when `cancelled` was set.
+    Interrupting a server call that waits on a query stops the query (pyspark 4.3), so a cancelled
+    wait must end between two calls instead."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not (cancelled is not None and cancelled.is_set()):
+        left = AWAIT_SLICE if deadline is None else min(AWAIT_SLICE, deadline - time.monotonic())
+        # pyspark 4.3 annotates int but takes a float (it sends int(timeout * 1000) ms)
+        if wait(max(0.001, left)):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+    return None
+
+
 class Query:
     """A streaming query started by (or found in) a sparkscope session."""
 
@@ -157,16 +174,9 @@ class Query:
 
         Waits in one-second server calls, checking `cancelled` in between: interrupting a server call
         that waits on a query stops the query (pyspark 4.3), so a cancelled wait just stops waiting."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while not (cancelled is not None and cancelled.is_set()):
-                left = AWAIT_SLICE if deadline is None else min(AWAIT_SLICE, deadline - time.monotonic())
-                # pyspark 4.3 annotates int but takes a float (it sends int(timeout * 1000) ms)
-                if self._handle.awaitTermination(max(0.001, left)):  # type: ignore[arg-type]
-                    return True
-                if deadline is not None and time.monotonic() >= deadline:
-                    return False
-            return False
+            wait = self._handle.awaitTermination
+            return bool(wait_in_slices(wait, timeout, cancelled))  # type: ignore[arg-type]
         except Exception as exc:
             error = translate(exc)
             if isinstance(error, QueryFailed) or "StreamingQueryException" in type(exc).__name__:

@@ -23,7 +23,7 @@ from ..client.errors import Cancelled, DeadlineExceeded, SparkscopeError, transl
 from ..client.secrets import redact
 from . import catalog_commands as _catalog_commands  # noqa: F401 - registers the catalog's commands
 from . import commands as _commands  # noqa: F401 - registers the colon commands
-from . import pyspark_habits
+from . import databricks, pyspark_habits
 from .registry import REGISTRY, Runs, UsageError
 from .hints import repl_hint
 from .render import age, error_json, error_line, render, to_json, value_json
@@ -90,6 +90,8 @@ class Executor:
         self.startup: str | None = None  # how the embedded server's start goes, while it starts
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
         self.namespace["exit"] = self.namespace["quit"] = _Leave(self)
+        self.namespace["display"] = databricks.Display(self)
+        self.namespace["dbutils"] = databricks.DatabricksOnly("dbutils", databricks.DBUTILS)
 
     @property
     def out(self) -> TextIO:
@@ -254,12 +256,25 @@ class Executor:
         try:
             if text.lstrip().startswith(":"):
                 return self._run_command(text.strip())
+            if text.lstrip().startswith("%"):
+                return self._run_magic(text)
             return self._run_python(text)
         except KeyboardInterrupt:
             if not self.interactive:  # Ctrl-C ends a script
                 raise
             self.err.write(CANCELLED + "\n")
             return False
+
+    def _run_magic(self, text: str) -> bool:
+        """A Databricks magic cell: %sql runs as :sql, %python as Python; others get one line."""
+        try:
+            command = databricks.magic(text)
+        except UsageError as exc:
+            self._report(exc)
+            return False
+        if command is not None:
+            return self._run_command(command)
+        return self._run_python(text.lstrip()[len("%python"):].lstrip("\n"))
 
     def _in_worker(self, work: Callable[[], Any], *, deadline: float | None = None,
                    interrupt: bool = True, user_code: bool = False) -> Any:

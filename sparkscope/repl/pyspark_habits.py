@@ -26,19 +26,18 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..client import _pyspark
 from ..client.logs import swallowed
+from ..client.query import wait_in_slices
 from ..client.remote import parse_url
 
 if TYPE_CHECKING:  # pragma: no cover
     from .executor import Executor
 
-WAIT_SLICE = 1.0  # seconds per server-side wait; Ctrl-C ends a wait within this
 CONSOLE_ROWS = 20  # Spark's console sink: numRows
 CONSOLE_TRUNCATE = 20  # and truncate=true: cells cut to 20 characters
 # set when a server starts, so a session can only ignore them
@@ -138,20 +137,15 @@ def _same_server(remote: str, target: Any) -> bool:
 
 # -- waits --------------------------------------------------------------------------------------------
 def _sliced(call: UserCall, what: str, wait: Any, timeout: float | None) -> bool | None:
-    """Wait with `wait(seconds) -> terminated` a slice at a time; Ctrl-C stops waiting between two."""
-    ends = None if timeout is None else time.monotonic() + timeout
+    """Wait a slice at a time; Ctrl-C (the call cancelled) stops waiting between two slices."""
     call.waiting_on = what
     try:
-        while True:
-            if call.cancelled.is_set():
-                raise StoppedWaiting(what)
-            left = WAIT_SLICE if ends is None else min(WAIT_SLICE, ends - time.monotonic())
-            if left <= 0:
-                return False
-            if wait(max(left, 0.001)):
-                return None if timeout is None else True
+        ended = wait_in_slices(wait, timeout, call.cancelled)
     finally:
         call.waiting_on = None
+    if ended is None:
+        raise StoppedWaiting(what)
+    return None if timeout is None else ended
 
 
 def _valid_timeout(timeout: Any) -> bool:

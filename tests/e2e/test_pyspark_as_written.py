@@ -211,3 +211,27 @@ def test_a_script_stops_only_the_queries_it_started(remote_url):
         assert re.search(r"found .*active", again.stdout), again.stdout
     finally:
         run_sparkscope("--remote", remote_url, "--reattach", "-c", ":stop --all", timeout=120)
+
+
+def test_display_shows_a_table_or_a_live_stream_that_keeps_running(repl):
+    out = repl.run("display(spark.range(3).selectExpr('id * 7 AS seven'))")
+    assert re.search(r"\| seven \|[\s\S]*\| 14\s+\|", out), out
+    repl.child.send('display(spark.readStream.format("rate").option("rowsPerSecond", 2).load(), '
+                    'streamName="shown")\r')
+    repl.child.expect(r"display: started shown \(:stop shown ends it\)", timeout=60)
+    repl.child.expect(r"Batch: \d+ \(shown\)[\s\S]*?new rows\)", timeout=60)
+    repl.child.sendintr()
+    assert "Stopped waiting for shown; it keeps running (:stop shown ends it)." in repl.prompt()
+    assert re.search(r"shown .*active", repl.run(":queries"))
+    assert repl.run(":stop shown").strip().endswith("Stopped shown")
+
+
+def test_databricks_only_names_get_one_line_and_sql_magic_runs(repl):
+    assert repl.run('dbutils.fs.ls("/tmp")').strip().splitlines()[-1] == (
+        "error: dbutils.fs exists only on Databricks. Use Python here: os, shutil and pathlib for files "
+        "(dbutils.fs), input() or sys.argv for widgets, os.environ for secrets.")
+    assert re.search(r"\| two \|[\s\S]*\| 2\s+\|", repl.run("%sql SELECT 1 + 1 AS two"))
+    assert repl.run("%fs ls /tmp").strip().splitlines()[-1] == (
+        "error: %fs is a Databricks notebook magic. Use Python's os, shutil and pathlib, or :checkpoints for "
+        "checkpoint folders.")
+    assert repl.run("1 + 1").strip().endswith("2")  # the REPL goes on

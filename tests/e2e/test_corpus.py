@@ -1,0 +1,108 @@
+"""Code nobody here wrote, pasted as written: seed 002's notebook cells (windows, sliding windows, a
+memory sink read with SQL, a watermark), one cell at a time into one REPL, with only the data
+folders made absolute (the server resolves relative paths from its own directory).
+
+Between cells the test waits on a fact a person at the notebook waits for by eye (a query has
+processed its input); those lines are the test's, not the seed's."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pexpect
+
+from tests.e2e.conftest import Repl, clean, spawn
+
+SEED = Path(__file__).resolve().parents[1] / "corpus" / "seed002_windows.txt"
+_PROSE = re.compile(r"^[A-Z][^=.\"'#]*$")  # a one-line title between cells: "Output (Terminal)", "Action + WaterMark"
+
+
+def notebook_cells(text: str) -> list[tuple[str, str]]:
+    """(number, source) of each `In [N]:` cell: its paragraphs while they parse as Python, up to the output."""
+    cells, lines, index = [], text.splitlines(), 0
+    while index < len(lines):
+        match = re.match(r"^In \[(\d*)\]:\s*$", lines[index])
+        index += 1
+        if not match:
+            continue
+        paragraphs: list[list[str]] = [[]]
+        while index < len(lines) and not re.match(r"^In \[\d*\]:", lines[index]):
+            if lines[index].strip():
+                paragraphs[-1].append(lines[index])
+            elif paragraphs[-1]:
+                paragraphs.append([])
+            index += 1
+        code: list[str] = []
+        for paragraph in filter(None, paragraphs):
+            if code and len(paragraph) == 1 and _PROSE.match(paragraph[0]):
+                break
+            candidate = code + [""] + paragraph if code else paragraph
+            try:
+                ast.parse("\n".join(candidate))
+            except SyntaxError:
+                break
+            code = candidate
+        cells.append((match.group(1), "\n".join(code)))
+    return cells
+
+
+def test_the_cells_are_read_as_the_notebook_shows_them():
+    cells = notebook_cells(SEED.read_text())
+    assert len(cells) == 24
+    assert cells[0][1].endswith('spark = SparkSession.builder.appName("SQL").getOrCreate()')
+    assert cells[4] == ("6", 'mobileConsoleSQ = windCountDF.writeStream.format("console")\\\n'
+                             '                    .option("truncate", "false")\\\n'
+                             '                    .outputMode("complete")\\\n'
+                             '                    .start()')
+    assert all(source for _, source in cells)  # every cell of this seed is Python
+
+
+def _rows(folder: Path, name: str, rows: list[dict]) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_seed002_cells_pasted_as_written(tmp_path, remote_url):
+    mobile = [{"id": "0", "action": "open", "ts": "2018-03-02T10:02:00"},
+              {"id": "1", "action": "open", "ts": "2018-03-02T10:05:00"},
+              {"id": "2", "action": "close", "ts": "2018-03-02T10:12:00"}]
+    _rows(tmp_path / "input", "1.json", mobile)
+    _rows(tmp_path / "watermarking", "1.json", mobile)
+    _rows(tmp_path / "temperatureRacks", "1.json", [
+        {"rack": "rack1", "temperature": 99.5, "ts": "2018-03-02T10:02:00"},
+        {"rack": "rack1", "temperature": 100.5, "ts": "2018-03-02T10:03:00"},
+        {"rack": "rack2", "temperature": 80.0, "ts": "2018-03-02T10:07:00"}])
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    seen = {}
+    for number, source in notebook_cells(SEED.read_text()):
+        for folder in ("./input/", "./temperatureRacks/", "watermarking/"):
+            source = source.replace(f'"{folder}"', f'"{tmp_path / folder.strip("./")}/"')
+        child.send(source.replace("\n", "\r") + "\r")
+        out = repl.prompt()
+        seen[number] = out
+        assert "Traceback" not in out and "error:" not in out, (number, source, out)
+        for started, name in (("13", "iotMemorySQ"), ("18", "iotByRackConsoleSQ")):
+            if number == started:  # what a person waits for by eye before reading the table
+                repl.run(f"{name}.processAllAvailable()")
+        if number == "6":
+            table = clean(repl.expect(r"Batch: 0 \(console_\d+\)[\s\S]*?rows in the result\)", timeout=60))
+            assert re.search(r"2018-03-02 10:00:00.*2018-03-02 10:10:00.*\| open\s+\| 2\s+\|", table), table
+            assert re.search(r"2018-03-02 10:10:00.*2018-03-02 10:20:00.*\| close\s+\| 1\s+\|", table), table
+        if number == "26":
+            table = clean(repl.expect(r"Batch: 0 \(console_\d+\)[\s\S]*?new rows\)", timeout=60))
+            assert re.search(r"10:00:00.*10:10:00.*\| open\s+\| 2\s+\|", table), table
+    assert seen["11"].strip().endswith("True")  # rack_temperature.isStreaming
+    # cell 15: sliding windows of 10 minutes every 5, averaged
+    assert re.search(r"\{2018-03-02 09:55:00, 2018-03-02 10:05:00\}\|100\.0\s*\|", seen["15"]), seen["15"]
+    assert re.search(r"\{2018-03-02 10:00:00, 2018-03-02 10:10:00\}\|93\.33", seen["15"]), seen["15"]
+    assert re.search(r"\{2018-03-02 10:00:00, 2018-03-02 10:10:00\}\|rack2\|80\.0", seen["19"]), seen["19"]
+    # the notebook's first cell again (getOrCreate), then spark.stop(): the REPL opens a new session
+    assert "A new session" in seen["29"]
+    assert repl.run("spark.range(3).count()").strip().endswith("3")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)

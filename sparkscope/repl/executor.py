@@ -151,8 +151,8 @@ class Executor:
         from pyspark.sql import types as T
 
         pyspark_habits.install()
-        self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T, "window": F.window,
-                               "col": F.col, "expr": F.expr, "lit": F.lit})
+        self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
+                               "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit})
         if self.interactive:  # alerts above the prompt from the start
             # the session works without live events; :watch and :tail report the reason
             with contextlib.suppress(SparkscopeError):
@@ -452,49 +452,14 @@ class Executor:
             return False
         finally:
             if self.stop_requested:
-                self._replace_stopped_session()
+                self.stop_requested = False
+                pyspark_habits.replace_stopped_session(self)
         if value is not None and self.echo_values:
             self.namespace["_"] = value
             text = describe(value)
             self.out.write((value_json(value, text) if self.fmt == "json" else text) + "\n")
             self.out.flush()
         return True
-
-    def _replace_stopped_session(self) -> None:
-        """spark.stop() ran on this session: close it as pyspark would (asking first, as :quit does, when
-        queries run), then open a new one on the same server, so spark, ss and every command work."""
-        self.stop_requested = False
-        old = self.session
-        try:
-            running = [q.name for q in within(LEAVE_DEADLINE, old.running, "listing running queries")]
-        except SparkscopeError:
-            running = []
-        stop = True
-        if running and self.interactive:
-            names = ", ".join(running)
-            stop = self.confirm(f"spark.stop() closes this session. {len(running)} quer"
-                                f"{'y is' if len(running) == 1 else 'ies are'} still running ({names}). "
-                                f"Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
-        elif running:  # a script: the queries it started stop with its session, as in pyspark
-            running = [q.name for q in old.running() if old.started_here(q)]
-        if stop:
-            with swallowed("stopping the session's queries"):
-                for query in old.running():
-                    if self.interactive or old.started_here(query):
-                        query.stop()
-        target = old.target.with_session(None)
-        from ..client.session import Session
-
-        try:
-            new, _, left = self.switch_session(lambda: Session.open(target))
-        except SparkscopeError as exc:
-            self._report(exc)
-            return
-        kept = f"; left running in the old session: {', '.join(left)}" if left else ""
-        ended = f"; stopped {', '.join(running)}" if stop and running else ""
-        self.err.write(f"spark.stop() closed session {old.session_id[:8]}{ended}{kept}. "
-                       f"A new session {new.session_id[:8]} is ready: spark, ss and the commands use it.\n")
-        self.err.flush()
 
     # -- leaving --------------------------------------------------------------------------------
     def finish(self, detach: bool | None) -> str | None:

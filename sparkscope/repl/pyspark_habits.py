@@ -268,3 +268,40 @@ def _stop(original: Any, spark: Any) -> Any:
         return original(spark)
     call.executor.stop_requested = True  # closed when this input ends: the REPL asks, then opens a new one
     return None
+
+
+def replace_stopped_session(executor: Executor) -> None:
+    """spark.stop() ran on the REPL's session: close it as pyspark would (asking first, as :quit does,
+    when queries run; a script's own queries stop with it), then open a new session on the same
+    server, so that spark, ss and every command work again."""
+    from ..client.deadline import within
+    from ..client.errors import SparkscopeError
+    from ..client.session import Session
+    from .executor import LEAVE_DEADLINE
+    from .render import error_line
+
+    old = executor.session
+    try:
+        queries = within(LEAVE_DEADLINE, old.running, "listing running queries")
+    except SparkscopeError:
+        queries = []
+    if not executor.interactive:  # a script stops what it started, never what it found
+        queries = [q for q in queries if old.started_here(q)]
+    names = ", ".join(q.name for q in queries)
+    stop = not queries or not executor.interactive or executor.confirm(
+        f"spark.stop() closes this session. {len(queries)} quer{'y is' if len(queries) == 1 else 'ies are'} "
+        f"still running ({names}). Stop {'it' if len(queries) == 1 else 'them'}? [y/N] ")
+    if stop:
+        for query in queries:
+            with swallowed(f"stopping {query.name}"):
+                query.stop()
+    try:
+        new, _, left = executor.switch_session(lambda: Session.open(old.target.with_session(None)))
+    except SparkscopeError as exc:
+        executor.err.write(error_line(exc) + "\n")
+        return
+    ended = f"; stopped {names}" if stop and queries else ""
+    kept = f"; left running in the old session: {', '.join(left)}" if left else ""
+    executor.err.write(f"spark.stop() closed session {old.session_id[:8]}{ended}{kept}. "
+                       f"A new session {new.session_id[:8]} is ready: spark, ss and the commands use it.\n")
+    executor.err.flush()

@@ -9,10 +9,10 @@ say what to use here instead.
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Any
 
 from ..client.rows import fetch
+from .pyspark_habits import free_query_name
 from .registry import UsageError
 from .render import render_table
 from .results import Table
@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .executor import Executor
 
 DISPLAY_ROWS = 1000  # Databricks shows the first 1,000 rows of a batch DataFrame
-_numbers = itertools.count(1)
 
 
 class Display:
@@ -46,7 +45,7 @@ class Display:
             executor.out.write(render_table(Table(rows.columns, rows.rows[:DISPLAY_ROWS],
                                                   footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)) + "\n")
             return None
-        name = streamName or _free_name(session)
+        name = streamName or free_query_name(session, "display_query")
         query = session.start(df, name, trigger=processingTime, checkpoint=checkpointLocation)
         executor.err.write(f"display: started {name} (:stop {name} ends it); its batches follow"
                            + ("; Ctrl-C stops showing them, the query keeps running" if executor.interactive else "")
@@ -61,14 +60,6 @@ class Display:
         finally:
             live.untail(name)
         return None
-
-
-def _free_name(session: Any) -> str:
-    taken = {q.name for q in session.known_queries()}
-    while True:
-        name = f"display_query_{next(_numbers)}"
-        if name not in taken:
-            return name
 
 
 class DatabricksOnly:

@@ -46,7 +46,7 @@ NOT_APPLIED = {"spark.master": "master", "spark.app.name": "appName", "spark.api
 _local = threading.local()
 _installed = False
 _install_lock = threading.Lock()
-_console_names = itertools.count(1)
+_numbers: dict[str, Iterator[int]] = {}  # per name prefix
 
 
 class UserCall:
@@ -203,7 +203,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         truncate = _truncate_option(_take(settings.options, "truncate"))
         settings.format = "memory"
         if not settings.query_name:
-            settings.query_name = _console_name(session)
+            settings.query_name = free_query_name(session, "console")
     checkpoint = settings.options.get("checkpointLocation")
     if ours and not checkpoint and session.checkpoint_root:  # a fresh one, as pyspark would have
         name = settings.query_name or "query"
@@ -237,10 +237,12 @@ def _take(options: Any, key: str) -> Any:
     return value
 
 
-def _console_name(session: Any) -> str:
+def free_query_name(session: Any, prefix: str) -> str:
+    """`prefix_N`, the first N no query of this session has (console_1, display_query_1 …)."""
     taken = {q.name for q in session.known_queries()}
+    numbers = _numbers.setdefault(prefix, itertools.count(1))
     while True:
-        name = f"console_{next(_console_names)}"
+        name = f"{prefix}_{next(numbers)}"
         if name not in taken:
             return name
 

@@ -151,7 +151,7 @@ if __name__ == "__main__":
     words = lines.select(explode(split(lines.value, " ")).alias("word"))
     counts = words.groupBy("word").count().orderBy("word")
     query = counts.writeStream.outputMode("complete").format("console").queryName(name).start()
-    query.awaitTermination(20)
+    query.awaitTermination(8)
     query.processAllAvailable()
     spark.stop()
 '''

@@ -15,9 +15,12 @@ from pathlib import Path
 import pexpect
 
 from tests.e2e.conftest import Repl, clean, spawn
+from tests.helpers import wait_for
 
-SEED = Path(__file__).resolve().parents[1] / "corpus" / "seed002_windows.txt"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+SEED = CORPUS / "seed002_windows.txt"
 _PROSE = re.compile(r"^[A-Z][^=.\"'#]*$")  # a one-line title between cells: "Output (Terminal)", "Action + WaterMark"
+_OUTPUT = re.compile(r"^(\w+(,\w+)+|\d+|Out\[\d+\]:.*)$")  # printed output: a CSV header, a number, Out[N]
 
 
 def notebook_cells(text: str) -> list[tuple[str, str]]:
@@ -36,8 +39,12 @@ def notebook_cells(text: str) -> list[tuple[str, str]]:
                 paragraphs.append([])
             index += 1
         code: list[str] = []
+        first = next(filter(None, paragraphs), [""])
+        if first[0].startswith("%"):  # a notebook magic: its line, as typed
+            cells.append((match.group(1), first[0]))
+            continue
         for paragraph in filter(None, paragraphs):
-            if code and len(paragraph) == 1 and _PROSE.match(paragraph[0]):
+            if code and (len(paragraph) == 1 and _PROSE.match(paragraph[0]) or _OUTPUT.match(paragraph[0])):
                 break
             candidate = code + [""] + paragraph if code else paragraph
             try:
@@ -61,7 +68,7 @@ def test_the_cells_are_read_as_the_notebook_shows_them():
 
 
 def _rows(folder: Path, name: str, rows: list[dict]) -> None:
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
@@ -104,5 +111,62 @@ def test_seed002_cells_pasted_as_written(tmp_path, remote_url):
     # the notebook's first cell again (getOrCreate), then spark.stop(): the REPL opens a new session
     assert "A new session" in seen["29"]
     assert repl.run("spark.range(3).count()").strip().endswith("3")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def _paste(repl: Repl, source: str) -> str:
+    repl.child.send(source.replace("\n", "\r") + "\r")
+    return repl.prompt()
+
+
+def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
+    """Seed 000 was written on Databricks: %fs, dbutils and display() cells among the pyspark ones."""
+    events = tmp_path / "events"
+    times = [f"2016-07-26 0{2 + i // 30}:{i % 30 * 2:02d}:00" for i in range(50)]
+    actions = ["Open" if i % 3 else "Close" for i in range(50)]
+    for start in range(0, 50, 10):
+        _rows(events, f"file-{start:02d}.json", [{"time": t, "action": a}
+                                                   for t, a in zip(times[start:start + 10], actions[start:start + 10], strict=True)])
+    _rows(tmp_path / "iot" / "data-device", "part-0.json", [
+        {"id": i, "user_id": 1, "device_id": 1, "num_steps": 100, "miles_walked": 0.1, "calories_burnt": 1.0,
+         "timestamp": f"2018-07-20 10:{i:02d}:00", "value": "{}"} for i in range(20)])
+    paths = {"/databricks-datasets/structured-streaming/events/": f"{events}/",
+             "dbfs:/databricks-datasets/iot-stream/": f"{tmp_path / 'iot'}/",
+             "/output/streaming-steps/hourly.parquet": f"{tmp_path / 'hourly.parquet'}",
+             "/checkpoints/streaming-exercise-3/": f"{tmp_path / 'checkpoint'}/"}
+    cells = notebook_cells((CORPUS / "seed000_events.txt").read_text())
+    assert len(cells) == 18
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    said = []
+    for _, source in cells:
+        for old, new in paths.items():
+            source = source.replace(old, new)
+        out = _paste(repl, source)
+        said.append(out)
+        if source.rstrip().endswith(".start()") and "parquet" in source:
+            # what a person waits for before reading the files: the first window the watermark closed
+            wait_for(lambda: repl.run(f"spark.read.parquet('{tmp_path}/hourly.parquet').count() > 0"
+                                      ).strip().endswith("True"), timeout=60, what="the parquet sink's first commit")
+    errors = [line for out in said for line in out.splitlines() if line.startswith(("error:", "Traceback"))]
+    # what cannot run here gets one line each: 5 %fs cells, 2 dbutils.fs.rm, and the second `counts` query,
+    # started while the first still runs (Spark refuses a second active query of the same name, there too)
+    assert sum(line.startswith("error: %fs is a Databricks notebook magic") for line in errors) == 5, errors
+    assert sum(line.startswith("error: dbutils.fs exists only on Databricks") for line in errors) == 2, errors
+    assert len(errors) == 8, "\n".join(errors)
+    assert ("error: Cannot start query with name counts as a query with that name is already active in this "
+            "SparkSession.") in errors
+    # display(staticCountsDF.orderBy(...)): the hourly counts of the events
+    hourly = said[5]
+    for hour, action, count in (("02", "Close", 10), ("02", "Open", 20), ("03", "Close", 7), ("03", "Open", 13)):
+        assert re.search(rf"\| {action}\s+\| \{{2016-07-26 {hour}:00:00, [^}}]+\}}\s+\| {count}\s+\|", hourly), hourly
+    # the parquet sink in append mode: of the 5-minute windows of 10:00-10:19, only [10:00, 10:05) has
+    # closed under the 10-minute watermark (10:19 - 10 min = 10:09)
+    assert said[-1].strip().splitlines()[-1] == "1", said[-1]
+    assert repl.run("spark.read.parquet('%s').first()['sum(num_steps)']" % (tmp_path / "hourly.parquet")
+                    ).strip().endswith("500")
+    repl.run(":stop --all")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)

@@ -150,6 +150,7 @@ def _strip_sqlstate(text: str) -> str:
     return text.rstrip(";. ")
 
 
+_NAME_TAKEN = re.compile(r"Cannot start query with name (\S+) as a query with that name is already active")
 _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
     "TABLE_OR_VIEW_NOT_FOUND": ("table_not_found", "Check the name with spark.sql('SHOW TABLES'), or start the "
                                 "query that creates it"),
@@ -274,6 +275,11 @@ def translate(exc: BaseException) -> SparkscopeError:
         return raw
     if name in ("StreamingQueryException",):
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
+    taken = _NAME_TAKEN.search(first)
+    if taken:  # writeStream…queryName(N).start() while a query named N runs
+        return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "
+                           "another queryName", error_class or name, code="query_exists",
+                           data={"name": taken.group(1)})
     if error_class:
         message = _strip_sqlstate(first)
         code, hint = _hint_for(error_class)

@@ -157,7 +157,7 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     assert sum(line.startswith("error: dbutils.fs exists only on Databricks") for line in errors) == 2, errors
     assert len(errors) == 8, "\n".join(errors)
     assert ("error: Cannot start query with name counts as a query with that name is already active in this "
-            "SparkSession.") in errors
+            "SparkSession. Stop it first (:stop counts) or pick another name.") in errors
     # display(staticCountsDF.orderBy(...)): the hourly counts of the events
     hourly = said[5]
     for hour, action, count in (("02", "Close", 10), ("02", "Open", 20), ("03", "Close", 7), ("03", "Open", 13)):

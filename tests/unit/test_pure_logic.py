@@ -445,3 +445,18 @@ def test_a_free_server_port_is_outside_the_ephemeral_range_and_free():
         assert 20000 <= port < max(ephemeral_low, 21000)
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_a_query_name_in_use_says_which_and_what_to_do():
+    from sparkscope.client.errors import translate
+    from sparkscope.repl.render import error_line
+
+    class IllegalArgumentException(Exception):
+        pass
+
+    error = translate(IllegalArgumentException(
+        "Cannot start query with name counts as a query with that name is already active in this SparkSession"))
+    assert error.code == "query_exists" and error.data == {"name": "counts"}
+    assert error.hint == "Stop it first (ss.query('counts').stop()) or pick another queryName"
+    assert error_line(error) == ("error: Cannot start query with name counts as a query with that name is already "
+                                 "active in this SparkSession. Stop it first (:stop counts) or pick another name.")

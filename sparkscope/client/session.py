@@ -283,8 +283,6 @@ class Session:
                                        "a processing-time trigger", code="continuous_bounded")
         warning = " ".join(w for w in (watermark_warning(shape), memory_sink_warning(sink, chosen, parsed_trigger))
                            if w) or None
-        # Always a fresh directory: left to itself Spark uses <root>/<name>, so a later query of the same
-        # name would resume (or fail on) an unrelated query's offsets and state.
         plan, problem = durable.replay_check(self.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
@@ -302,8 +300,8 @@ class Session:
             view = bounded_sink.view_name(name)
             with translated():
                 foreach_batch = bounded_sink.prepare(self.spark, df, name, view, retention or Retention(), chosen)
-        if checkpoint is None and self.checkpoint_root:
-            checkpoint = f"{self.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
+        if checkpoint is None:
+            checkpoint = self.fresh_checkpoint(name)
         writer = df.writeStream.queryName(name).outputMode(chosen)
         if parsed_trigger.kind != "default":
             writer = writer.trigger(**parsed_trigger.writer_kwargs())
@@ -324,6 +322,13 @@ class Session:
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
         return self._register(query, plan=plan, problem=problem, options=options)
+
+    def fresh_checkpoint(self, name: str) -> str | None:
+        """A new folder under the server's checkpoint root for a query named `name` (None without a root).
+        Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
+        on) an unrelated query's offsets and state."""
+        root = self.checkpoint_root
+        return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
 
     def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
                        checkpoint: str | None, options: dict[str, Any], path: str | None = None,

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -205,10 +204,10 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         if not settings.query_name:
             settings.query_name = free_query_name(session, "console")
     checkpoint = settings.options.get("checkpointLocation")
-    if ours and not checkpoint and session.checkpoint_root:  # a fresh one, as pyspark would have
-        name = settings.query_name or "query"
-        checkpoint = f"{session.checkpoint_root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
-        settings.options["checkpointLocation"] = checkpoint
+    if ours and not checkpoint:  # a fresh one, as pyspark would have
+        checkpoint = session.fresh_checkpoint(settings.query_name or "query")
+        if checkpoint:
+            settings.options["checkpointLocation"] = checkpoint
     spark = settings.session
     tags = list(spark.getTags())
     spark.clearTags()  # a query started under the cell's tag would stop when that tag is interrupted

@@ -20,7 +20,7 @@ from pathlib import Path
 from .errors import ServerError
 from .logs import swallowed
 from .paths import private_dir
-from .processes import is_ours, kill, usable_port
+from .processes import child_exited, is_ours, kill, usable_port
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -161,7 +161,7 @@ def _wait_registered(cluster: Cluster, workers: int, deadline: float, on_wait: C
                      begin: float) -> None:
     while True:
         for member in cluster.members:
-            if not member.alive():
+            if child_exited(member.pid):  # our own children: not alive(), whose check can miss one mid-exec
                 raise ServerError(f"The cluster's {member.role} exited during startup: {_last_line(member.log)}",
                                   f"See the log: {member.log}")
         with swallowed("asking the master for its workers"):

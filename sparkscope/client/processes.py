@@ -31,6 +31,13 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def child_exited(pid: int) -> bool:
+    """A child this process started has ended (reaped here). Unlike is_ours, it never reads the command
+    line, which is briefly empty while the child execs (spark-class execs its JVM)."""
+    _reap(pid)
+    return not _pid_alive(pid)
+
+
 def _process_start(pid: int) -> float | None:
     """When the kernel started `pid`, as a Unix time (Linux /proc), or None when unknown."""
     try:

@@ -460,3 +460,14 @@ def test_a_query_name_in_use_says_which_and_what_to_do():
     assert error.hint == "Stop it first (ss.query('counts').stop()) or pick another queryName"
     assert error_line(error) == ("error: Cannot start query with name counts as a query with that name is already "
                                  "active in this SparkSession. Stop it first (:stop counts) or pick another name.")
+
+
+def test_what_follows_a_script_is_the_scripts_own_argv():
+    from sparkscope.repl.cli import split_script_args
+
+    assert split_script_args(["-f", "job.py", "localhost", "9999"]) == (["-f", "job.py"], ["localhost", "9999"])
+    assert split_script_args(["--remote", "sc://h:1", "job.py", "-f", "x"]) == (
+        ["--remote", "sc://h:1", "-f", "job.py"], ["-f", "x"])  # the script's own flags are its own
+    assert split_script_args(["-fjob.sps", "a"]) == (["-fjob.sps"], ["a"])
+    assert split_script_args(["-c", "print('x.py')", "--detach"]) == (["-c", "print('x.py')", "--detach"], [])
+    assert split_script_args(["server", "start", "--port", "1"]) == (["server", "start", "--port", "1"], [])

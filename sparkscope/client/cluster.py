@@ -14,12 +14,13 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import ui_guard
 from .errors import ServerError
 from .logs import swallowed
-from .paths import private_dir
+from .paths import private_dir, write_private
 from .processes import child_exited, is_ours, kill, usable_port
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -65,6 +66,7 @@ class WorkerStatus:
 class Cluster:
     master: Member
     workers: list[Member]
+    ui_key: str | None = field(default=None, repr=False)  # signs requests to the UIs (ui_guard)
 
     @property
     def master_url(self) -> str:
@@ -79,15 +81,20 @@ class Cluster:
         return [self.master, *self.workers]
 
     def to_json(self) -> dict:
-        return {"master": asdict(self.master), "workers": [asdict(w) for w in self.workers]}
+        return {"master": asdict(self.master), "workers": [asdict(w) for w in self.workers], "ui_key": self.ui_key}
 
     @classmethod
     def from_json(cls, data: dict) -> Cluster:
-        return cls(master=Member(**data["master"]), workers=[Member(**w) for w in data["workers"]])
+        return cls(master=Member(**data["master"]), workers=[Member(**w) for w in data["workers"]],
+                   ui_key=data.get("ui_key"))
 
     def worker_status(self, timeout: float = 3.0) -> list[WorkerStatus]:
-        """The workers as the master sees them (its JSON endpoint): state, cores and memory."""
-        with urllib.request.urlopen(f"{self.webui}/json/", timeout=timeout) as response:  # noqa: S310 - loopback
+        """The workers as the master sees them (its JSON endpoint, which only our signed request may read):
+        state, cores and memory."""
+        request = urllib.request.Request(f"{self.webui}/json/")
+        if self.ui_key:
+            request.add_header("Authorization", ui_guard.bearer(self.ui_key))
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback
             data = json.load(response)
         return [WorkerStatus(address=f"{w.get('host')}:{w.get('port')}", webui=str(w.get("webuiaddress", "")),
                              state=str(w.get("state", "?")),
@@ -124,10 +131,15 @@ def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, e
     folder = private_dir(home / "cluster")
     spark_class = str(pyspark_home() / "bin" / "spark-class")
     begin = time.monotonic()
+    # the master's and workers' UIs cannot be turned off: only requests signed with this key are served
+    key = ui_guard.new_key()
+    properties = folder / "ui.properties"
+    write_private(properties, "".join(f"{k} {v}\n" for k, v in ui_guard.filter_settings(key).items()))
+    common = ["--properties-file", str(properties)]
     master_port, master_ui = usable_port(), usable_port()
     master = _launch(folder, "master", [spark_class, MASTER_CLASS, "--host", "127.0.0.1", "--port", str(master_port),
-                                        "--webui-port", str(master_ui)], master_port, master_ui, env)
-    cluster = Cluster(master=master, workers=[])
+                                        "--webui-port", str(master_ui), *common], master_port, master_ui, env)
+    cluster = Cluster(master=master, workers=[], ui_key=key)
     try:
         for index in range(1, workers + 1):
             ui = usable_port()
@@ -135,7 +147,7 @@ def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, e
             cluster.workers.append(_launch(
                 folder, "worker", [spark_class, WORKER_CLASS, cluster.master_url, "--host", "127.0.0.1",
                                    "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
-                                   "--work-dir", str(work_dir)], 0, ui, env, name=f"worker-{index}"))
+                                   "--work-dir", str(work_dir), *common], 0, ui, env, name=f"worker-{index}"))
         _wait_registered(cluster, workers, begin + timeout, on_wait, begin)
     except BaseException:
         cluster.stop(grace=5)

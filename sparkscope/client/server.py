@@ -59,6 +59,7 @@ class ServerInfo:
     cluster: Cluster | None = None  # the standalone master and workers it runs on (--workers N)
     driver_memory: str | None = None  # the driver's heap (-Xmx), as given to spark-submit
     class_recording: str | None = None  # where it records its class archive when it stops (class_cache)
+    ui_port: int | None = None  # the Spark UI's port, when it was started with ui=True (off by default)
 
     @property
     def auth(self) -> bool:
@@ -77,6 +78,10 @@ class ServerInfo:
     @property
     def url(self) -> str:
         return local_target(self.port).display
+
+    @property
+    def ui_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.ui_port}" if self.ui_port else None
 
     @property
     def memory_bytes(self) -> int | None:
@@ -105,6 +110,24 @@ def connect_jar(home: Path | None = None) -> Path:
     if not jars:
         raise ServerError(f"No spark-connect jar in {home / 'jars'}", "Reinstall pyspark[connect] 4.x")
     return jars[-1]
+
+
+UI_PORT = 4040  # Spark's own first choice for the UI
+UI_READERS = "every user of this machine can read it (every SQL text, plan and setting you run)"
+SLOTS_PER_CORE = 4
+
+
+def local_master(master: str, cores: int | None = None) -> tuple[str, dict[str, str]]:
+    """The master the embedded server runs on, and the settings that go with it. `local[*]` (one task slot
+    per core) becomes four slots per core, with the default parallelism kept at one task per core: a long
+    interactive job (`range(10**11)`) then takes one slot per core and the streams' batches have the rest.
+    Spark never preempts a task, and a cancelled one that does not check for its kill (a top-K sort)
+    runs to the end of its partition: with local[*] every stream waited for it (measured: no batch for
+    60 s after a cancel). The cores stay shared by the OS, as they always were."""
+    if master != "local[*]":
+        return master, {}
+    cores = cores or os.cpu_count() or 2
+    return f"local[{cores * SLOTS_PER_CORE}]", {"spark.default.parallelism": str(cores)}
 
 
 DRIVER_MEMORY_SHARE = 0.25  # of this machine's RAM, for the embedded server's driver heap
@@ -235,7 +258,8 @@ class LocalServer:
                               log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
                               token=self.token() if data.get("auth") else None,
                               cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None,
-                              driver_memory=data.get("driver_memory"), class_recording=data.get("class_recording"))
+                              driver_memory=data.get("driver_memory"), class_recording=data.get("class_recording"),
+                              ui_port=data.get("ui_port"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -244,7 +268,7 @@ class LocalServer:
             "pid": info.pid, "port": info.port, "started_at": info.started_at, "log": str(info.log),
             "auth": info.auth, "ready": info.ready,
             "cluster": info.cluster.to_json() if info.cluster else None, "driver_memory": info.driver_memory,
-            "class_recording": info.class_recording}))
+            "class_recording": info.class_recording, "ui_port": info.ui_port}))
 
     def _clear_state(self) -> None:
         self.state_path.unlink(missing_ok=True)
@@ -289,7 +313,10 @@ class LocalServer:
                 class_cache_option: str = "") -> list[str]:
         home = pyspark_home()
         config = server_config_dir()
+        master, slot_settings = local_master(master)
         settings = {
+            **slot_settings,
+            "spark.scheduler.allocation.file": str(config / "fairscheduler.xml"),
             "spark.connect.grpc.binding.port": str(port),
             "spark.sql.streaming.checkpointLocation": str(self.checkpoint_root),
             "spark.sql.warehouse.dir": str(self.warehouse),
@@ -339,6 +366,7 @@ class LocalServer:
         worker_cores: int | None = None,
         worker_memory: str = "2g",
         driver_memory: str | None = None,
+        ui: bool = False,
     ) -> ServerInfo:
         """Start the server, or reuse the one already running. Waits until it answers an RPC.
 
@@ -381,6 +409,10 @@ class LocalServer:
             raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
         if not usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
+        ui_port = None
+        if ui or conf.get("spark.ui.enabled", "").lower() == "true":  # off by default (server-config): every local user could read it
+            ui_port = int(conf.get("spark.ui.port") or next_free_port(UI_PORT))
+            conf.update({"spark.ui.enabled": "true", "spark.ui.port": str(ui_port)})
         java_version()
         class_cache = ClassCache(self.home, java_path() or "java", pyspark_home())
         driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()
@@ -421,7 +453,7 @@ class LocalServer:
                     cluster.stop(grace=5)
                 raise
             info = ServerInfo(pid=proc.pid, port=port, started_at=started, log=self.log_path, token=token,
-                              cluster=cluster, driver_memory=driver_memory,
+                              cluster=cluster, driver_memory=driver_memory, ui_port=ui_port,
                               class_recording=str(recording) if recording else None)
             self._write_state(info)
             try:

@@ -28,7 +28,7 @@ from .progress import Progress
 from .query import Query, QueryInfo
 from .remote import Target, resolve
 from .rows import Rows, fetch
-from .server import LocalServer
+from .server import UI_READERS, LocalServer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .monitor import Monitor
@@ -135,6 +135,7 @@ class Session:
         self.catalog = Catalog()
         self._batch_recorded: dict[str, float] = {}
         self._stop_explaining: Callable[[], None] = lambda: None
+        self.server_home: Path | None = None  # the state dir of the embedded server it talks to
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -153,6 +154,7 @@ class Session:
             spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
         spark.client.set_retry_policies(retry_policies())
         session = cls(spark, target.with_session(session_id(spark)), version, keepalive)
+        session.server_home = server_home
         try:
             if target.session_id and not session._known_to_server():
                 session.close(stop_queries=True)  # the server made a new, empty session: release it
@@ -183,6 +185,15 @@ class Session:
         """Make this the session pyspark's getActiveSession() returns in the calling thread (and the
         default one in every thread)."""
         make_active(self.spark)
+
+    def spark_ui(self) -> str | None:
+        """Where the Spark UI is and who can read it, for the embedded server (None for another one)."""
+        if not self.target.on_this_machine:
+            return None
+        info = LocalServer(self.server_home).running()
+        if info is None or info.port != self.target.port:
+            return None
+        return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""

@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--driver-memory", default=None, metavar="SIZE",
                        help="the server's driver heap, e.g. 4g (default: a quarter of this machine's RAM, "
                             "from 1g to 8g)")
+    start.add_argument("--ui", action="store_true",
+                       help="turn on the Spark UI (off by default: every user of this machine could read it)")
     start.add_argument("--workers", type=_workers, default=0, metavar="N",
                        help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
                             "classes, everything on 127.0.0.1), instead of local mode")
@@ -251,7 +253,7 @@ def checkpoints_main(args) -> int:
 
 
 def server_main(args) -> int:
-    from ..client.server import LocalServer, java_version
+    from ..client.server import UI_READERS, LocalServer, java_version, local_master
     from .registry import key_values
 
     if args.action == "check-java":
@@ -276,7 +278,7 @@ def server_main(args) -> int:
                                conf=key_values(args.conf, "--conf spark.some.key=value"), timeout=args.timeout,
                                on_wait=waiting, require_token=not args.no_token, workers=args.workers,
                                worker_cores=args.worker_cores, worker_memory=args.worker_memory,
-                               driver_memory=args.driver_memory)
+                               driver_memory=args.driver_memory, ui=args.ui)
         if tty:
             sys.stderr.write("\r" + " " * 70 + "\r")
         auth = "token required" if started.auth else "no token"
@@ -287,9 +289,14 @@ def server_main(args) -> int:
             print(f"Spark Connect server started in {started.startup_seconds:.1f}s: {started.url} "
                   f"(pid {started.pid}, Spark {started.version}, {auth})")
             print(f"log: {started.log}")
+        if started.ui_url:
+            print(f"Spark UI: {started.ui_url}: {UI_READERS}")
+        elif args.ui:
+            print("warning: --ui is ignored: the server was already running without its UI "
+                  "(sparkscope server stop, then start it with --ui)", file=sys.stderr)
         if started.cluster is not None:
             print(f"cluster: {started.cluster.master_url} with {len(started.cluster.workers)} workers "
-                  f"(master UI {started.cluster.webui})")
+                  f"(master UI {started.cluster.webui}, readable only with this user's key)")
         return _restore(started) if args.restore else 0
     if args.action == "token":
         info = server.running()
@@ -322,8 +329,10 @@ def server_main(args) -> int:
                   + (f", resident {resident / 2**30:.1f} GiB" if resident else "")
                   + " (sparkscope server start --driver-memory SIZE)")
         rows = [("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", _human(info.uptime)),
-                ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory), ("log", info.log)]
-        rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", "local[*]")]
+                ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory),
+                ("ui", f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui)"),
+                ("log", info.log)]
+        rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", local_master("local[*]")[0])]
         for key, value in rows:
             print(f"{key:<7} {value}")
         return 0

@@ -424,6 +424,9 @@ def session_(ctx, args, opts):
     user = session.user or "-"
     rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
             ["user", user], ["reattach", ctx.reattach_command()]]
+    ui = session.spark_ui()
+    if ui is not None:
+        rows.append(["spark UI", ui])
     return Table(["field", "value"], rows, footer="")
 
 

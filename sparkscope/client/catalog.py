@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import CatalogError
+from .logs import log
 from .paths import state_dir
 
 FILE_NAME = "catalog.sqlite3"
@@ -38,6 +40,7 @@ CREATE TABLE IF NOT EXISTS queries (
 CREATE TABLE IF NOT EXISTS sessions (
     server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL,
     PRIMARY KEY (server, session_id));
+CREATE TABLE IF NOT EXISTS set_aside (path TEXT NOT NULL, at REAL NOT NULL, reason TEXT);
 """
 
 ACTIVE, STOPPED, FAILED, LOST = "active", "stopped", "failed", "lost"
@@ -81,18 +84,54 @@ class Catalog:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        """One connection per use, one transaction: committed when the block ends, else rolled back."""
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        """One connection per use, one transaction: committed when the block ends, else rolled back. A file
+        SQLite cannot read is set aside (never deleted: its records may be recovered by hand) and a fresh
+        catalog started, which remembers where the old one went."""
         with self._lock:
-            db = sqlite3.connect(self.path, timeout=10)
             try:
-                db.executescript(SCHEMA)
-                _add_missing_columns(db)
+                db = self._open()
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                db = self._set_aside(exc)
+            try:
                 with db:
                     yield db
             finally:
                 db.close()
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        db = sqlite3.connect(self.path, timeout=10)
+        try:
+            db.executescript(SCHEMA)
+            _add_missing_columns(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> sqlite3.Connection:
+        aside = self.path.with_name(f"{self.path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            os.replace(self.path, aside)
+        except OSError as move_error:
+            raise CatalogError(f"The query catalog {self.path} cannot be read ({exc}) nor moved aside "
+                               f"({move_error.strerror})", "Move or delete it by hand; sparkscope starts a "
+                               "new one") from exc
+        log.warning("The query catalog %s could not be read (%s); it was moved to %s and a new one started. "
+                    "Queries recorded only there are no longer listed in it", self.path, exc, aside)
+        db = self._open()
+        with db:
+            db.execute("INSERT INTO set_aside (path, at, reason) VALUES (?,?,?)", (str(aside), time.time(), str(exc)))
+        return db
+
+    def set_aside(self) -> list[tuple[str, float, str]]:
+        """Unreadable catalogs moved aside, with when and why: their queries are not listed any more."""
+        with self._db() as db:
+            return [(row[0], row[1], row[2] or "") for row in
+                    db.execute("SELECT path, at, reason FROM set_aside ORDER BY at").fetchall()]
 
     # -- writing ------------------------------------------------------------------------------------
     def record_start(self, server: str, name: str, *, query_id: str, session_id: str, plan: bytes | None,

@@ -88,6 +88,10 @@ class DeadlineExceeded(ConnectionFailed):
     code = "deadline_exceeded"
 
 
+class CatalogError(SparkscopeError):
+    """The query catalog (client/catalog.py) could not be read or written."""
+
+
 class ServerError(SparkscopeError):
     """The embedded local server could not be started, stopped or found."""
 

@@ -191,7 +191,13 @@ def _is_our_server(info: ServerInfo) -> bool:
     and, once it has answered, listening on that port. A reused pid or a decoy fails one of these."""
     if not is_ours(info.pid, info.started_at, [SERVER_CLASS, f"spark.connect.grpc.binding.port={info.port}"]):
         return False
-    return not info.ready or not Path("/proc/self").exists() or listens_on(info.pid, info.port)
+    return not info.ready or _holds_port(info)
+
+
+def _holds_port(info: ServerInfo) -> bool:
+    """Whether the server's own process (the pid we started) listens on its port. The token goes only
+    to that process: another program that took the port while our JVM started must not get it."""
+    return not Path("/proc/self").exists() or listens_on(info.pid, info.port)
 
 
 def startup_stage(log_lines: list[str]) -> str:
@@ -522,10 +528,13 @@ class LocalServer:
                 raise ServerError(f"The Spark Connect server exited during startup (code {proc.returncode}): "
                                   f"{self._last_error(log_offset)}", f"See the log: {self.log_path}")
             fatal = self._fatal_error(log_offset) if proc is not None else None
+            if fatal and "Failed to bind" in fatal:
+                raise ServerError(f"Port {info.port} was taken by another program while the server started",
+                                  "Start it again (sparkscope server start picks a free port), or pick one: --port N")
             if fatal:
                 raise ServerError(f"The Spark Connect server failed to start: {fatal}",
                                   f"Fix the setting and start again; the log is {self.log_path}")
-            if port_open("127.0.0.1", info.port, timeout=0.3):
+            if port_open("127.0.0.1", info.port, timeout=0.3) and _holds_port(info):
                 try:
                     return probe(target, timeout=5)
                 except AuthenticationFailed:

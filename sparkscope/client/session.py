@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from ._pyspark import (dataframe_from_plan, explain_string, keep_session_on_close, make_active, session_builder,
                        session_id, user_id)
 from . import bounded_sink, durable
-from .catalog import FAILED, STOPPED, Catalog, Record
+from .catalog import ACTIVE, FAILED, STOPPED, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
-                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
+from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
+                     ServerUnreachable, SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
 from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
                        memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
@@ -195,6 +195,19 @@ class Session:
             return None
         return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
+    def explain_refused_token(self, error: SparkscopeError) -> SparkscopeError:
+        """`error`; or, when it is the embedded server refusing this session's token because it was stopped
+        and started again (its state dir holds the new server's token), the error that says so: the user
+        never gave a token, and this session and its queries are gone from the new server."""
+        if not isinstance(error, AuthenticationFailed) or self.target.token_source != "state":
+            return error
+        info = LocalServer(self.server_home).running()
+        if info is None or info.port != self.target.port or info.token == self.target.token:
+            return error
+        return ConnectionFailed("The local server was restarted (it has a new token), so this session and its "
+                                "queries are gone from it", "Open a new session with sparkscope.connect()",
+                                code="server_restarted")
+
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
         if call(self.spark.conf.get, SESSION_MARKER, None):
@@ -305,6 +318,7 @@ class Session:
                 plan: bytes | None = None, problem: str | None = None,
                 retention: Retention | None = None) -> Query:
         """Start a checked query and record it in the catalog."""
+        self._check_not_running_elsewhere(name)
         view = None
         if sink == BOUNDED:
             self._drop_old_view(name)
@@ -334,6 +348,26 @@ class Session:
                       keep=retention if sink == BOUNDED else None, view=view)
         return self._register(query, plan=plan, problem=problem, options=options)
 
+    def _check_not_running_elsewhere(self, name: str) -> None:
+        """The catalog keeps one record per server and name, and `:restart NAME` / `--restore` bring back
+        that one: a second session's query of a name that runs in another session would take its record,
+        so it is refused while the first runs (Spark itself allows it: names are per session)."""
+        def other() -> Record | None:
+            record = self.catalog.get(self.url, name)
+            mine = record is None or record.session_id in (None, self.session_id)
+            return None if mine or record is None or record.state != ACTIVE else record
+
+        if other() is None:
+            return
+        self.lost_queries()  # a session that is gone, or no longer runs it, frees the name
+        record = other()
+        if record is not None:
+            when = time.strftime("%H:%M", time.localtime(record.started_at))
+            raise ConfigError(f"A query named '{name}' is running in another session ({str(record.session_id)[:8]}, "
+                              f"started by {record.started_by} at {when})",
+                              "Pick another name, or stop it in that session first", code="query_in_other_session",
+                              data={"name": name})
+
     def fresh_checkpoint(self, name: str) -> str | None:
         """A new folder under the server's checkpoint root for a query named `name` (None without a root).
         Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
@@ -354,24 +388,35 @@ class Session:
             parsed = parse_trigger(None)
         query = Query(handle, name=name, sink=sink, mode=mode or "append", trigger=parsed,
                       checkpoint=checkpoint, path=path, table=table, fmt=sink if sink in FILE_SINKS else None)
+        try:  # it runs already (Spark allows one name per session): it only must not take the other's record
+            self._check_not_running_elsewhere(name)
+        except ConfigError as exc:
+            log.warning("%s is not recorded in the catalog, so :restart cannot bring it back: %s", name, exc.message)
+            return self._register(query, plan=plan, problem=exc.message, options=options, record=False)
         return self._register(query, plan=plan, problem=problem, options=options)
 
     def _register(self, query: Query, *, plan: bytes | None, problem: str | None,
-                  options: dict[str, Any] | None) -> Query:
-        """Track a query this process started, and record it in the catalog."""
+                  options: dict[str, Any] | None, record: bool = True) -> Query:
+        """Track a query this process started, and record it in the catalog (unless `record` is off)."""
         name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
         query.on_end = self._ended
         query.restart_note = problem
         with self._lock:
             self._queries[query.id] = query
             self._started_here.add(query.id)
-        with swallowed(f"recording {name} in the catalog"):
+        if not record:
+            return query
+        try:
             self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
                                       sink=sink, mode=query.mode, trigger=str(query.trigger),
                                       options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
                                       restartable=problem is None, reason=problem,
                                       keep=query.keep.spec() if query.keep else None, view=query.view)
+        except Exception as exc:  # the query runs; that it cannot come back is said, never swallowed
+            log.debug("recording %s in the catalog failed", name, exc_info=True)
+            problem = query.restart_note = (f"recording it in the catalog {self.catalog.path} failed "
+                                            f"({translate(exc).message})")
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query

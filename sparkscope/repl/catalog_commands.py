@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,18 @@ def _clock(at: float | None) -> str:
     return time.strftime("%H:%M:%S" if time.time() - at < 86400 else "%Y-%m-%d %H:%M", local)
 
 
-def catalog_table(records: list[Any]) -> Table:
-    rows = [[r.name, short_id(r.query_id or "-"), r.state, r.sink, "-" if r.last_batch is None else r.last_batch,
-             _clock(r.started_at), _clock(r.seen_at), "yes" if r.restartable else "no",
-             r.checkpoint or "-", (r.error or r.reason or "")] for r in records]
-    return Table(["name", "id", "state", "sink", "batch", "started", "last seen", "restartable", "checkpoint",
-                  "why"], rows, footer="(the catalog is empty: queries are recorded when they start)" if not rows
-                 else ":restart NAME starts one again from its checkpoint; :forget NAME removes a record",
-                 droppable=("id", "checkpoint", "started", "sink", "why"))
+def catalog_table(records: list[Any], set_aside: Sequence[tuple[str, float, str]] = ()) -> Table:
+    rows = [[r.name, short_id(r.query_id or "-"), short_id(r.session_id or "-"), r.state, r.sink,
+             "-" if r.last_batch is None else r.last_batch, _clock(r.started_at), _clock(r.seen_at),
+             "yes" if r.restartable else "no", r.checkpoint or "-", (r.error or r.reason or "")] for r in records]
+    footer = ("(the catalog is empty: queries are recorded when they start)" if not rows
+              else ":restart NAME starts one again from its checkpoint; :forget NAME removes a record")
+    for path, at, reason in set_aside:
+        footer += (f"\nNot listed: the queries recorded in an unreadable catalog ({reason}), moved to {path} at "
+                   f"{_clock(at)}. Start them again by hand; delete that file once you no longer need it.")
+    return Table(["name", "id", "session", "state", "sink", "batch", "started", "last seen", "restartable",
+                  "checkpoint", "why"], rows, footer=footer,
+                 droppable=("id", "session", "checkpoint", "started", "sink", "why"))
 
 
 def lost_note(session: Any) -> str | None:

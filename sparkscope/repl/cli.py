@@ -370,16 +370,29 @@ def _cluster_rows(cluster) -> list[tuple[str, object]]:
 def _opener(args, on_server_wait=None):
     """The function that opens the REPL's session; `on_server_wait(elapsed, stage)` hears how the start of
     the embedded server goes, when it has to be started."""
+    from ..client.errors import ConnectionFailed
     from ..client.session import Session, resolve_target
     from .diagnostics import quiet_pyspark_loggers
+
+    opened = []
 
     def open_session():
         quiet_pyspark_loggers()
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
                                 on_server_wait=on_server_wait, port=args.port)
-        if getattr(args, "reattach", False) and not args.session_id:
-            return Session.reattach(target)
-        return Session.open(target)
+        try:
+            if getattr(args, "reattach", False) and not args.session_id:
+                session = Session.reattach(target)
+            else:
+                session = Session.open(target)
+        except ConnectionFailed as exc:
+            # :connect again after the server restarted: the session named at start is gone from it, so
+            # a new one (else the hint, "run :connect", would name the command that just failed)
+            if not opened or exc.code not in ("session_unknown", "nothing_to_reattach"):
+                raise
+            session = Session.open(target.with_session(None))
+        opened.append(session.session_id)
+        return session
 
     return open_session
 

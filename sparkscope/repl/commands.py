@@ -85,7 +85,7 @@ def queries(ctx, args, opts):
     if opts.get("all"):
         from .catalog_commands import catalog_table
 
-        return catalog_table(ctx.session.catalog_records())
+        return catalog_table(ctx.session.catalog_records(), ctx.session.catalog.set_aside())
     infos = ctx.session.queries()
     rows = [[q.name, short_id(q.id), q.state, q.keep or q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),

@@ -388,7 +388,7 @@ class Executor:
 
     def _report(self, exc: BaseException) -> None:
         self.last_traceback = redact("".join(traceback.format_exception(exc)))
-        error = exc if isinstance(exc, SparkscopeError) else translate(exc)
+        error = self._restarted_server(exc if isinstance(exc, SparkscopeError) else translate(exc))
         if isinstance(error, Cancelled):
             self._error(CANCELLED)
         elif self.fmt == "json":
@@ -396,6 +396,11 @@ class Executor:
         else:
             self.err.write(error_line(error) + "\n")
         self.err.flush()
+
+    def _restarted_server(self, error: SparkscopeError) -> SparkscopeError:
+        """A token refused by our own embedded server means it was restarted under this REPL: say so."""
+        session = self.session_or_none()
+        return error if session is None else session.explain_refused_token(error)
 
     def _error(self, message: str, hint: str = "") -> None:
         """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""

@@ -14,6 +14,7 @@ REPL_HINTS = {
     "no_query_or_table": "List them with :queries, or start one with :start",
     "session_lost": "Run :connect to open a new session",
     "session_closed": "Run :connect to open a new session",
+    "server_restarted": "Run :connect to open a session on it with its new token, then :restart --lost",
     "session_unknown": "Connect without --session-id to open a new session",
     "bad_session_id": "A session id is a UUID, as printed by :session",
     "sql_is_streaming": "Start it with :start NAME spark.sql(\"…\")",

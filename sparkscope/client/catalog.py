@@ -90,9 +90,10 @@ class Catalog:
         with self._lock:
             try:
                 db = self._open()
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                    raise
+            except sqlite3.OperationalError as exc:  # cannot open or lock it: the file itself may be fine
+                raise CatalogError(f"The query catalog {self.path} cannot be used ({exc})",
+                                   "Check that its folder and file are yours and writable") from exc
+            except sqlite3.DatabaseError as exc:  # not a database, or a corrupt one
                 db = self._set_aside(exc)
             try:
                 with db:

@@ -165,7 +165,31 @@ def memory_sink_warning(sink: str, mode: str, trigger: Trigger) -> str | None:
     return f"{grows} (the default sink keeps the newest {DEFAULT_KEEP_ROWS:,} rows)"
 
 
+def sort_order(spec: str) -> list[tuple[str, bool]]:
+    """`--order "a, b desc"` as (column, descending) pairs: SQL's own way to say the direction, which
+    pyspark's orderBy("b desc") would take for a column named `b desc`."""
+    keys = []
+    for item in spec.split(","):
+        words = item.split()
+        if not words:
+            continue
+        descending = words[-1].lower() == "desc"
+        if words[-1].lower() in ("asc", "desc"):
+            words = words[:-1]
+        if len(words) != 1:
+            raise ConfigError(f"Cannot sort by '{item.strip()}'",
+                              "Name columns, each optionally followed by asc or desc: --order \"value desc, name\"")
+        keys.append((words[0].strip("`"), descending))
+    return keys
+
+
+MAX_NAME = 200  # a name becomes a checkpoint folder (<name>-<8 hex>): a file name has at most 255 bytes
+
+
 def check_name(name: str) -> str:
+    if isinstance(name, str) and len(name) > MAX_NAME:
+        raise ConfigError(f"A query name of {len(name):,} characters is too long",
+                          f"Use at most {MAX_NAME} characters (it names the query's table and checkpoint folder)")
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(
             f"'{name}' is not a valid query name",

@@ -155,11 +155,10 @@ CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_se
 
 def write_history(history: list[Progress], path: str | Path) -> int:
     """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count."""
-    from .rows import export_path
+    from .rows import open_export
 
-    target = export_path(path)
-    suffix = target.suffix.lower()
-    with target.open("w", newline="") as out:
+    with open_export(path) as out:
+        suffix = Path(out.name).suffix.lower()
         if suffix == ".csv":
             writer = csv.writer(out)
             writer.writerow(CSV_COLUMNS)

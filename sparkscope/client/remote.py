@@ -104,6 +104,18 @@ class Target:
         return replace(self, session_id=session_id)
 
 
+MAX_HOST, MAX_LABEL = 253, 63  # DNS: a name, and each dot-separated part of it
+
+
+def check_host(host: str) -> None:
+    """A host name a resolver can take (Python's idna codec fails on longer ones with a traceback)."""
+    if ":" in host:  # an IPv6 address
+        return
+    if len(host) > MAX_HOST or any(len(label) > MAX_LABEL for label in host.split(".")):
+        raise ConfigError(f"The host name in the Spark Connect URL is too long ({len(host):,} characters)",
+                          f"A host name has at most {MAX_HOST} characters, {MAX_LABEL} between dots: check the URL")
+
+
 def parse_url(url: str, *, source: str = "flag") -> Target:
     """Parse `sc://host[:port][/;key=value;…]` the way pyspark's ChannelBuilder does."""
     text = url.strip()
@@ -121,6 +133,7 @@ def parse_url(url: str, *, source: str = "flag") -> Target:
         host, port_text = address, str(DEFAULT_PORT)
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+    check_host(host)
     try:
         port = int(port_text)
         if not 0 < port < 65536:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 EXPORT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
@@ -51,17 +51,28 @@ def export_path(path: str | Path) -> Path:
     return target
 
 
+def open_export(path: str | Path) -> IO[str]:
+    """The export file, opened for writing (after export_path's checks); one clear error when the
+    system refuses it (a folder that cannot be written, a full disk, a name that is a folder)."""
+    from .errors import ConfigError
+
+    target = export_path(path)
+    try:
+        return target.open("w", newline="")
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {target}: {exc.strerror or exc}",
+                          "Pick a path in a folder you can write to") from None
+
+
 def write_rows(rows: Rows, path: str | Path) -> int:
     """Write rows as JSON lines or CSV (by the file's suffix); returns the row count."""
-    target = export_path(path)
-
     def plain(value: Any) -> Any:
         if isinstance(value, (_dt.date, _dt.datetime)):
             return value.isoformat()
         return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
 
-    with target.open("w", newline="") as out:
-        if target.suffix.lower() == ".csv":
+    with open_export(path) as out:
+        if Path(out.name).suffix.lower() == ".csv":
             writer = csv.writer(out)
             writer.writerow(rows.columns)
             writer.writerows([[plain(v) for v in row] for row in rows.rows])

@@ -22,7 +22,7 @@ from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, Deadli
                      ServerUnreachable, SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
 from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
-                       memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
+                       memory_sink_warning, parse_keep, parse_trigger, plan_shape, sort_order, watermark_warning)
 from .probe import probe
 from .progress import Progress
 from .query import Query, QueryInfo
@@ -709,7 +709,9 @@ class Session:
             if where:
                 df = df.where(where)
             if order_by:
-                df = df.orderBy(*([order_by] if isinstance(order_by, str) else order_by))
+                keys = [key for spec in ([order_by] if isinstance(order_by, str) else order_by)
+                        for key in sort_order(spec)]
+                df = df.orderBy(*[df[name].desc() if descending else df[name] for name, descending in keys])
             return fetch(df, int(n))
 
     @staticmethod

@@ -408,6 +408,9 @@ def repl_main(args) -> int:
     from .executor import Executor
 
     display = _describe_target(args)  # validates URL/profile before anything else
+    from .settings import check_repl_settings
+
+    check_repl_settings()
     interactive = args.commands is None and args.file is None
     if not interactive:
         return batch_main(args)
@@ -416,6 +419,7 @@ def repl_main(args) -> int:
         return batch_main(args)
     _take_back_ctrl_c()
     executor = Executor(fmt=args.format, interactive=True)
+    executor.debug = args.debug
     if not args.debug:
         from .diagnostics import quiet_stderr
 
@@ -491,6 +495,7 @@ def batch_main(args) -> int:
     from .executor import Executor
 
     executor = Executor(fmt=args.format, interactive=False)
+    executor.debug = args.debug
     executor.set_session(_opener(args)())
     ok = True
     interrupted = False

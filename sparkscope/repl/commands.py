@@ -20,21 +20,25 @@ PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: Any, what: str, minimum: int = 0) -> int:
     try:
         number = int(str(value))
     except ValueError:
         raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}") from None
-    if number < 0:
-        raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}")
+    if number < minimum:
+        raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}, {minimum} or more")
     return number
 
 
 def _float(value: Any, what: str) -> float:
+    """A number of seconds (a trailing s is allowed), 0 or more."""
     try:
-        return float(str(value).rstrip("s"))
+        number = float(str(value).rstrip("s"))
     except ValueError:
         raise UsageError(f"'{value}' is not a number of {what}", f"Give a number of {what}, e.g. 10") from None
+    if not 0 <= number < float("inf"):
+        raise UsageError(f"'{value}' is not a number of {what}", f"Give a number of {what}, 0 or more, e.g. 10")
+    return number
 
 
 # -- queries ----------------------------------------------------------------------------------------
@@ -143,7 +147,7 @@ def progress(ctx, args, opts):
 
 @command("peek", "Show (or export) rows of a query's sink; filter, order and limit run on the server",
          args=(Arg("NAME", complete=Complete.QUERY), Arg("N", optional=True)),
-         options=(valued("where", "EXPR"), valued("order", "COL"), flag("vertical"),
+         options=(valued("where", "EXPR"), valued("order", "\"COL [desc],…\""), flag("vertical"),
                   valued("export", "FILE.csv|FILE.jsonl")))
 def peek(ctx, args, opts):
     from ..client.rows import export_path, write_rows
@@ -306,7 +310,7 @@ def tail(ctx, args, opts):
     query = ctx.session.query(args[0])
     if query.state != "active":
         raise UsageError(f"{query.name} is not running ({query.state})", f"Start it again: :start {query.name}")
-    limit = _int(opts["limit"], "rows") if "limit" in opts else 20
+    limit = _int(opts["limit"], "rows", minimum=1) if "limit" in opts else 20
     feed = live.tail(query, limit)
     if not opts.get("follow"):
         return Message(f"Tailing {query.name}: each new batch prints above the prompt "

@@ -31,7 +31,7 @@ from .terminal import command_name, page, reattach_command
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 LEAVE_DEADLINE = 5.0
-COMMAND_TIMEOUT = 300.0  # default deadline of a colon command; [repl] command_timeout, 0 = none
+
 SLOW_NOTICE = 2.0
 STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
@@ -55,12 +55,9 @@ class Cancel(Exception):
 
 
 def command_timeout() -> float | None:
-    from ..client.config import setting
+    from .settings import repl_setting
 
-    try:
-        value = float(setting("repl", "command_timeout", COMMAND_TIMEOUT))  # type: ignore[arg-type]
-    except (TypeError, ValueError, SparkscopeError):
-        value = COMMAND_TIMEOUT
+    value = float(repl_setting("command_timeout"))  # type: ignore[arg-type]
     return value if value > 0 else None
 
 
@@ -74,6 +71,7 @@ class Executor:
         self.confirm = confirm or (lambda question: False)
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
         self.last_traceback: str | None = None
+        self.debug = False  # --debug: every error's full traceback before its line (:trace shows the last one)
         self.exit_requested = False
         self.exit_code = 0  # sys.exit(N) or exit(N) in a script: the command's exit code
         self.stop_requested = False  # spark.stop() on this session: closed once the input ends
@@ -388,6 +386,8 @@ class Executor:
 
     def _report(self, exc: BaseException) -> None:
         self.last_traceback = redact("".join(traceback.format_exception(exc)))
+        if self.debug:
+            self.err.write(self.last_traceback)
         error = self._restarted_server(exc if isinstance(exc, SparkscopeError) else translate(exc))
         if isinstance(error, Cancelled):
             self._error(CANCELLED)

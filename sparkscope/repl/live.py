@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.alerts import AlertRules
 from ..client.monitor import Event
-from ..client.config import setting
+from .settings import repl_setting
 from ..client.tail import Tail, TailBatch
 from .render import render
 from .results import Table
@@ -26,10 +26,7 @@ class Live:
     def __init__(self, executor: Executor, session: Any):
         self.executor = executor
         self.session = session
-        try:
-            self.alerts_on = bool(setting("repl", "alerts", True))
-        except Exception:  # a broken config file is reported where profiles are read
-            self.alerts_on = True
+        self.alerts_on = bool(repl_setting("alerts"))
         self.tails: dict[str, Tail] = {}
         self._truncate: dict[str, int | None] = {}  # per tailed query: cells cut to this many characters
         self.dashboard: Any = None

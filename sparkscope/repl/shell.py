@@ -24,6 +24,7 @@ from pygments.token import Keyword, Name, Operator, String, Text
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
 from .registry import REGISTRY, UsageError, command_candidates, split_args
+from .settings import repl_setting
 from .executor import Executor
 from .statements import enter_submits, indent_for
 
@@ -188,7 +189,7 @@ class Shell:
             history=RedactingHistory(str(history_path)),
             lexer=PygmentsLexer(SparkscopeLexer) if color else None,
             completer=ShellCompleter(executor),
-            complete_while_typing=bool(_setting("complete_while_typing", False)),
+            complete_while_typing=bool(repl_setting("complete_while_typing")),
             enable_open_in_editor=True,  # Ctrl-X Ctrl-E (v in vi mode) edits the line in $EDITOR
             auto_suggest=AutoSuggestFromHistory(),
             key_bindings=_bindings(executor),
@@ -198,7 +199,7 @@ class Shell:
             enable_history_search=False,
             mouse_support=False,
         )
-        self.executor.vi_mode = bool(_setting("vi", False))
+        self.executor.vi_mode = bool(repl_setting("vi"))
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.on_state_change(self.prompt.app.invalidate)
@@ -249,15 +250,6 @@ class Shell:
         return 0
 
 
-def _setting(key: str, default: object) -> object:
-    """A [repl] setting from config.toml; a broken file is reported where profiles are read."""
-    from ..client.errors import SparkscopeError
-    from ..client.config import setting
-
-    try:
-        return setting("repl", key, default)
-    except SparkscopeError:
-        return default
 
 
 def _escape(text: str) -> str:

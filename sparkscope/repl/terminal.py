@@ -39,13 +39,9 @@ def reattach_command(target: Any, session_id: str) -> str:
 def pager_command() -> list[str] | None:
     """The pager for output taller than the screen: [repl] pager in config.toml (false: none), else
     $PAGER (empty: none), else `less -SRXF` like pgcli."""
-    from ..client.errors import SparkscopeError
-    from ..client.config import setting
+    from .settings import repl_setting
 
-    try:
-        configured = setting("repl", "pager", None)
-    except SparkscopeError:
-        configured = None
+    configured = repl_setting("pager")
     if configured is False:
         return None
     command = str(configured) if configured else os.environ.get("PAGER", "less -SRXF")

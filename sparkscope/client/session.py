@@ -18,7 +18,7 @@ from . import bounded_sink, durable
 from .catalog import ACTIVE, FAILED, STOPPED, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
+from .errors import (AuthenticationFailed, CatalogError, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
                      ServerUnreachable, SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
 from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
@@ -353,7 +353,10 @@ class Session:
         that one: a second session's query of a name that runs in another session would take its record,
         so it is refused while the first runs (Spark itself allows it: names are per session)."""
         def other() -> Record | None:
-            record = self.catalog.get(self.url, name)
+            try:
+                record = self.catalog.get(self.url, name)
+            except CatalogError:  # the start goes on; recording it will say that the catalog failed
+                return None
             mine = record is None or record.session_id in (None, self.session_id)
             return None if mine or record is None or record.state != ACTIVE else record
 

@@ -30,7 +30,7 @@ def catalog_table(records: list[Any], set_aside: Sequence[tuple[str, float, str]
                    f"{_clock(at)}. Start them again by hand; delete that file once you no longer need it.")
     return Table(["name", "id", "session", "state", "sink", "batch", "started", "last seen", "restartable",
                   "checkpoint", "why"], rows, footer=footer,
-                 droppable=("id", "session", "checkpoint", "started", "sink", "why"))
+                 droppable=("id", "checkpoint", "started", "sink", "why", "session"))
 
 
 def lost_note(session: Any) -> str | None:

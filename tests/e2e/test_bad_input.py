@@ -52,6 +52,13 @@ CASES = [
     (":conf", None),
     (":conf =value", "error: '=value' is not KEY=VALUE. Write :conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4."),
     (":peek big 5000", "(first 1,000 rows; :peek big 5000 --export FILE.csv writes all 5,000 to a file)"),
+    (":tail alive --limit 0", "error: '0' is not a number of rows. Give a whole number of rows, 1 or more."),
+    (":await alive --timeout -1", "error: '-1' is not a number of seconds. Give a number of seconds, 0 or more"),
+    (":peek alive --export /proc/rows.csv", "error: Cannot write /proc/rows.csv: No such file or directory. Pick a "
+                                            "path in a folder you can write to."),
+    (":progress alive --export /proc/p.jsonl", "error: Cannot write /proc/p.jsonl: No such file or directory."),
+    (":peek alive --order 'value down'", "error: Cannot sort by 'value down'. Name columns, each optionally "
+                                         "followed by asc or desc: --order \"value desc, name\"."),
 ]
 
 
@@ -70,6 +77,8 @@ def test_bad_inputs_each_give_one_clear_line_and_a_live_prompt(repl):
         if expected and expected.startswith("error: "):
             errors = [ln for ln in body.splitlines() if ln.startswith("error: ")]
             assert len(errors) == 1, f"{line!r} printed {len(errors)} error lines:\n{body}"
+    rows = repl.run(":peek big 3 --order 'id desc'")
+    assert re.findall(r"^\| (\d+)", rows, re.M) == ["4999", "4998", "4997"], rows
     out = repl.run(":trace")
     assert "Traceback" in out
     out = repl.run(":queries")
@@ -145,3 +154,32 @@ def test_pasted_escape_sequences_and_huge_lines_never_crash_the_prompt(repl):
     assert errors == ["error: Unknown command :" + "y" * 59 + "… (10,001 chars). Type :help for the list."]
     assert repl.run("2 + 2").strip().endswith("4")
 
+
+
+def test_a_huge_name_or_host_wrong_config_types_and_debug_in_scripts(remote_url, sandbox, tmp_path):
+    from tests.helpers import run_sparkscope
+
+    out = run_sparkscope("--remote", remote_url, "-c", "r = ss.source.rate(2)", "-c", f":start {'q' * 10_000} r")
+    assert out.returncode == 1
+    assert out.stderr.strip() == ("error: A query name of 10,000 characters is too long. Use at most 200 characters "
+                                  "(it names the query's table and checkpoint folder).")
+    out = run_sparkscope("--remote", f"sc://{'h' * 5000}:15002", "-c", ":queries")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == ("error: The host name in the Spark Connect URL is too long (5,000 characters). A "
+                                  "host name has at most 253 characters, 63 between dots: check the URL.")
+    config = tmp_path / "sparkscope" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[repl]\ncommand_timeout = "soon"\npager = 7\n')
+    out = run_sparkscope("--remote", remote_url, "-c", "1 + 1", env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert out.returncode == 0 and out.stdout.strip() == "2"
+    assert out.stderr.splitlines() == [
+        f"notice: [repl] command_timeout = 'soon' in {config} is not valid, so the default applies: write a number "
+        "of seconds, e.g. command_timeout = 300 (0: no limit)",
+        f"notice: [repl] pager = 7 in {config} is not valid, so the default applies: write a command, e.g. "
+        'pager = "less -SRXF", or pager = false for none']
+    plain = run_sparkscope("--remote", remote_url, "-c", ":peek nosuch")
+    debug = run_sparkscope("--debug", "--remote", remote_url, "-c", ":peek nosuch")
+    assert "Traceback" not in plain.stderr and plain.returncode == debug.returncode == 1
+    assert "Traceback (most recent call last)" in debug.stderr and "QueryNotFound" in debug.stderr
+    assert debug.stderr.rstrip().endswith("error: No query or table named 'nosuch'. List them with :queries, or "
+                                          "start one with :start.")

@@ -1,0 +1,52 @@
+"""Read a URL as another local user (nobody, uid 65534), the way a stranger on a shared machine would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"),
+                                reason="needs root and setpriv to act as another user")
+_GET = """
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as response:
+        print(response.status, response.read(4000).decode(errors="replace"))
+except urllib.error.HTTPError as exc:
+    print(exc.code, "refused")
+except Exception as exc:
+    print("unreachable", type(exc).__name__)
+"""
+
+
+def get_as_nobody(url: str) -> str:
+    """'200 <body…>', '403 refused', or 'unreachable <error>': what another user's request gets."""
+    python = os.path.realpath(sys.executable)  # the system interpreter, which nobody may run
+    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-I", "-c",
+                          _GET, url], capture_output=True, text=True, timeout=60, cwd="/")
+    return (out.stdout or out.stderr).strip()
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports a process listens on (Linux /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            for line in fh.readlines()[1:]:
+                cols = line.split()
+                if cols[3] == "0A" and cols[9] in inodes:
+                    ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports

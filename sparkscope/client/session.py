@@ -18,8 +18,9 @@ from . import bounded_sink, durable
 from .catalog import ACTIVE, FAILED, STOPPED, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, CatalogError, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
-                     ServerUnreachable, SparkscopeError, UnsupportedOperation, call, explain_unreachable, translate, translated)
+from .errors import (AuthenticationFailed, CatalogError, ConfigError, ConnectionFailed, DeadlineExceeded,
+                     QueryNotFound, ServerUnreachable, SparkscopeError, UnsupportedOperation, call, explain_unreachable,
+                     translate, translated)
 from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
                        memory_sink_warning, parse_keep, parse_trigger, plan_shape, sort_order, watermark_warning)

@@ -395,7 +395,7 @@ class Session:
         try:  # it runs already (Spark allows one name per session): it only must not take the other's record
             self._check_not_running_elsewhere(name)
         except ConfigError as exc:
-            log.warning("%s is not recorded in the catalog, so :restart cannot bring it back: %s", name, exc.message)
+            log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
             return self._register(query, plan=plan, problem=exc.message, options=options, record=False)
         return self._register(query, plan=plan, problem=problem, options=options)
 

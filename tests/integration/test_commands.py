@@ -148,6 +148,6 @@ def test_queries_all_and_checkpoints_show_the_catalog(shell):
     shell.run(":start listed ss.source.rate(5) --sink memory")  # a memory sink resumes nothing from it
     shell.run(":stop listed")
     ok, out, _ = shell.run(":queries --all")
-    assert ok and re.search(r"\| listed\s+\|( [0-9a-f]{8} \|)? stopped", out), out
+    assert ok and re.search(r"\| listed\s+\|( [0-9a-f]{8} \|)?( [0-9a-f]{8} \|)? stopped", out), out  # id, session
     ok, out, _ = shell.run(":checkpoints")
     assert ok and re.search(r"\| listed-[0-9a-f]{8}\s+\| [\d.]+ (B|KiB)\s+\| \d+s\s+\| listed \(stopped\)\s+\| no", out), out

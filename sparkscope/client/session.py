@@ -196,11 +196,12 @@ class Session:
             return None
         return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
-    def explain_refused_token(self, error: SparkscopeError) -> SparkscopeError:
-        """`error`; or, when it is the embedded server refusing this session's token because it was stopped
-        and started again (its state dir holds the new server's token), the error that says so: the user
-        never gave a token, and this session and its queries are gone from the new server."""
-        if not isinstance(error, AuthenticationFailed) or self.target.token_source != "state":
+    def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
+        """`error`; or, when the embedded server was stopped and started again under this session (its state
+        dir holds the new server's token), the error that says so. The new server refuses the old token, and
+        until the channel's reconnect backoff ends the call may not even reach it: either way the user gave
+        no token, and this session and its queries are gone from the new server."""
+        if not isinstance(error, (AuthenticationFailed, ServerUnreachable)) or self.target.token_source != "state":
             return error
         info = LocalServer(self.server_home).running()
         if info is None or info.port != self.target.port or info.token == self.target.token:

@@ -398,9 +398,9 @@ class Executor:
         self.err.flush()
 
     def _restarted_server(self, error: SparkscopeError) -> SparkscopeError:
-        """A token refused by our own embedded server means it was restarted under this REPL: say so."""
+        """Our own embedded server restarted under this REPL (a new token): say so."""
         session = self.session_or_none()
-        return error if session is None else session.explain_refused_token(error)
+        return error if session is None else session.explain_restart(error)
 
     def _error(self, message: str, hint: str = "") -> None:
         """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""

@@ -15,7 +15,7 @@ needs_root = pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"),
 _GET = """
 import sys, urllib.request
 try:
-    with urllib.request.urlopen(sys.argv[1], timeout=10) as response:
+    with urllib.request.urlopen(sys.argv[1], timeout=3) as response:  # Spark's RPC ports hold a GET unanswered
         print(response.status, response.read(4000).decode(errors="replace"))
 except urllib.error.HTTPError as exc:
     print(exc.code, "refused")

@@ -13,23 +13,32 @@ NOBODY = 65534
 needs_root = pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"),
                                 reason="needs root and setpriv to act as another user")
 _GET = """
-import sys, urllib.request
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=3) as response:  # Spark's RPC ports hold a GET unanswered
-        print(response.status, response.read(4000).decode(errors="replace"))
-except urllib.error.HTTPError as exc:
-    print(exc.code, "refused")
-except Exception as exc:
-    print("unreachable", type(exc).__name__)
+import concurrent.futures, json, sys, urllib.error, urllib.request
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:  # Spark's RPC ports hold a GET unanswered
+            return f"{response.status} {response.read(4000).decode(errors='replace')}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} refused"
+    except Exception as exc:
+        return f"unreachable {type(exc).__name__}"
+
+with concurrent.futures.ThreadPoolExecutor(32) as pool:
+    print(json.dumps(dict(zip(sys.argv[1:], pool.map(get, sys.argv[1:])))))
 """
 
 
-def get_as_nobody(url: str) -> str:
-    """'200 <body…>', '403 refused', or 'unreachable <error>': what another user's request gets."""
+def gets_as_nobody(urls: list[str]) -> dict[str, str]:
+    """For each URL, what another user's GET gets: '200 <body…>', '403 refused', or 'unreachable <error>'.
+    All at once, in one process of that user: a port that never answers costs 3 s, not 3 s each."""
+    import json
+
     python = os.path.realpath(sys.executable)  # the system interpreter, which nobody may run
     out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-I", "-c",
-                          _GET, url], capture_output=True, text=True, timeout=60, cwd="/")
-    return (out.stdout or out.stderr).strip()
+                          _GET, *urls], capture_output=True, text=True, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
 
 
 def listening_ports(pid: int) -> set[int]:

@@ -20,7 +20,7 @@ import sparkscope
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
 from tests.helpers import sparkscope_bin, wait_for
-from tests.other_user import get_as_nobody, listening_ports, needs_root
+from tests.other_user import gets_as_nobody, listening_ports, needs_root
 from tests.integration.test_seeds import (  # noqa: F401 - collected here, run against the cluster
     test_seed000_windowed_event_counts,
     test_seed001_drop_duplicates_with_watermark,
@@ -87,13 +87,12 @@ def test_every_process_listens_on_loopback_only(server):
 def test_no_ui_of_the_cluster_is_readable_by_another_user(server):
     """The master's and workers' UIs cannot be turned off: they refuse requests not signed with the key in
     our state dir (the status above reads the master with it). The Connect server's own UI is off."""
-    cluster = server.cluster
-    for member in cluster.members:
-        for path in ("/", "/json/", "/logPage/?appId=x&executorId=0&logType=stdout"):
-            seen = get_as_nobody(f"http://127.0.0.1:{member.webui_port}{path}")
-            assert seen == "403 refused", f"the {member.role}'s UI gave another user: {seen[:200]}"
-    for port in listening_ports(server.pid):
-        assert not get_as_nobody(f"http://127.0.0.1:{port}/api/v1/applications").startswith("200")
+    uis = [f"http://127.0.0.1:{member.webui_port}{path}" for member in server.cluster.members
+           for path in ("/", "/json/", "/logPage/?appId=x&executorId=0&logType=stdout")]
+    seen = gets_as_nobody(uis)
+    assert all(answer == "403 refused" for answer in seen.values()), seen
+    driver = gets_as_nobody([f"http://127.0.0.1:{port}/api/v1/applications" for port in listening_ports(server.pid)])
+    assert not [url for url, answer in driver.items() if answer.startswith("200")], driver
 
 
 def test_python_udfs_run_on_the_workers_with_this_interpreter(ss):

@@ -25,7 +25,7 @@ from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
 from tests.e2e.conftest import Repl, spawn
 from tests.helpers import sparkscope_bin, wait_for
-from tests.other_user import get_as_nobody, listening_ports, needs_root
+from tests.other_user import gets_as_nobody, listening_ports, needs_root
 
 
 def cli(*args: str, home: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -39,9 +39,9 @@ def cli(*args: str, home: Path, env: dict | None = None, timeout: float = 240) -
 def test_no_port_of_the_default_server_shows_another_user_its_ui(server):
     ports = listening_ports(server.pid)
     assert server.port in ports
-    for port in ports:
-        seen = get_as_nobody(f"http://127.0.0.1:{port}/environment/")  # every conf, and the UI's other pages
-        assert not seen.startswith("200"), f"port {port} served another user: {seen[:200]}"
+    seen = gets_as_nobody([f"http://127.0.0.1:{port}/environment/" for port in sorted(ports)])  # every conf
+    served = {url: answer[:200] for url, answer in seen.items() if answer.startswith("200")}
+    assert not served, f"served another user: {served}"
 
 
 @pytest.fixture(scope="module")

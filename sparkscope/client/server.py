@@ -416,7 +416,8 @@ class LocalServer:
         if not usable(port):
             raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
         ui_port = None
-        if ui or conf.get("spark.ui.enabled", "").lower() == "true":  # off by default (server-config): every local user could read it
+        # off by default (server-config): every local user could read it
+        if ui or conf.get("spark.ui.enabled", "").lower() == "true":
             ui_port = int(conf.get("spark.ui.port") or next_free_port(UI_PORT))
             conf.update({"spark.ui.enabled": "true", "spark.ui.port": str(ui_port)})
         java_version()

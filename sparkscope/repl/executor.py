@@ -31,7 +31,6 @@ from .terminal import command_name, page, reattach_command
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 LEAVE_DEADLINE = 5.0
-
 SLOW_NOTICE = 2.0
 STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."

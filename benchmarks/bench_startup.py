@@ -72,7 +72,7 @@ def phases(server, info) -> tuple[float, float, float]:
     import datetime
     import re
 
-    from sparkscope.client.server import START_MARKER
+    from sparkscope.client.server_log import START_MARKER
 
     text = server.log_path.read_text(errors="replace").rsplit(START_MARKER, 1)[-1]
 

@@ -22,6 +22,7 @@ from .errors import ServerError
 from .logs import swallowed
 from .paths import private_dir, write_private
 from .processes import child_exited, is_ours, kill, usable_port
+from .spark_install import pyspark_home
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -123,8 +124,6 @@ def default_worker_cores(workers: int) -> int:
 def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, env: dict[str, str],
                   timeout: float, on_wait: Callable[[float, str], None] | None = None) -> Cluster:
     """Start a master and `workers` workers, and wait until every worker has registered."""
-    from .server import pyspark_home
-
     if not 1 <= workers <= 16:
         raise ServerError(f"{workers} workers is not a cluster this machine can run", "Use --workers 1 to 16")
     cores = cores or default_worker_cores(workers)

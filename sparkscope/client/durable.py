@@ -1,20 +1,35 @@
-"""Queries that outlive their session: what a plan needs to replay, which catalogued queries were lost,
-rejoining a session after a crash, and forgetting a record. Session's methods of the same names call these."""
+"""Queries that outlive their session: what a plan needs to replay, which catalogued queries were lost, how long
+the server keeps an idle session, and forgetting a record. Session's methods of the same names call these."""
 
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ._pyspark import make_active, plan_bytes, plan_fields
+from ._pyspark import plan_bytes, plan_fields
 from .catalog import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
-from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, QueryNotFound,
-                     ServerUnreachable, UnsupportedOperation, call)
+from .errors import ConfigError, QueryNotFound, UnsupportedOperation, call
 from .logs import log, swallowed
+from .query import Query
 from .remote import Target
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .session import Session
+
+class CatalogedSession(Protocol):
+    """What these functions use of a Session."""
+
+    catalog: Catalog
+    target: Target
+    spark: Any
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    def running(self) -> list[Query]: ...
+
+    def running_in(self, other_session: str) -> set[str] | None: ...
 
 
 def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | None]:
@@ -35,7 +50,7 @@ def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | No
     return plan, replay_problem(fields, temp_views)
 
 
-def forget(session: Session, name: str, *, delete_checkpoint: bool = False) -> Record:
+def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = False) -> Record:
     """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
     record = session.catalog.get(session.url, name)
     if record is None:
@@ -54,7 +69,7 @@ def forget(session: Session, name: str, *, delete_checkpoint: bool = False) -> R
     return record
 
 
-def find_lost(session: Session) -> list[Record]:
+def find_lost(session: CatalogedSession) -> list[Record]:
     """Catalogued queries recorded as running that no longer run: their session is gone from the
     server (restarted, or timed out), so they are marked lost. One RPC per other session."""
     active = [r for r in session.catalog.records(session.url) if r.state == ACTIVE]
@@ -72,7 +87,7 @@ def find_lost(session: Session) -> list[Record]:
             for record in records:
                 session.catalog.record_end(session.url, record.name, STOPPED, None, query_id=record.query_id)
             continue
-        still = _running_in(session, sid)
+        still = session.running_in(sid)
         for record in records:
             if still is None or record.query_id not in still:
                 state = LOST if still is None else STOPPED
@@ -80,45 +95,6 @@ def find_lost(session: Session) -> list[Record]:
                 if state == LOST:
                     lost.append(record)
     return lost
-
-
-def _running_in(session: Session, other_session: str) -> set[str] | None:
-    """The ids of the queries running in another session of this server; None when it is gone."""
-    if not other_session:
-        return None
-    from .session import Session
-
-    try:
-        other = Session.open(session.target.with_session(other_session), keepalive=0, activate=False)
-    except ConnectionFailed as exc:
-        if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
-            raise
-        return None
-    try:
-        return {q.id for q in other.running()}
-    finally:
-        other.close(stop_queries=False)
-
-
-def reattach(target: Target, *, timeout: float = 5.0) -> Session:
-    """Rejoin the most recent session this client opened on the server whose queries still run
-    (after a crash of the REPL or a script: no id to copy)."""
-    from .session import Session
-
-    server = target.with_session(None)
-    for known in Catalog().last_sessions(server.display):
-        try:
-            session = Session.open(server.with_session(known), timeout=timeout, activate=False)
-        except ConnectionFailed as exc:
-            if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
-                raise
-            continue  # that session is gone from the server
-        if session.running():
-            make_active(session.spark)
-            return session
-        session.close(stop_queries=False)
-    raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
-                           "Connect without reattaching to open a new session", code="nothing_to_reattach")
 
 
 SESSION_TIMEOUT_CONF = "spark.connect.session.manager.defaultSessionTimeout"
@@ -137,7 +113,7 @@ def spark_duration(text: str) -> float | None:
     return float(match.group(1)) * _TIME_UNITS[match.group(2) or "ms"]
 
 
-def idle_timeout(session: Session) -> tuple[float, bool]:
+def idle_timeout(session: CatalogedSession) -> tuple[float, bool]:
     """How long the server keeps a session without a client before it closes it and stops its queries:
     (seconds, known). Not known when the server does not tell (Spark's default, 60 minutes, is assumed)."""
     with swallowed("reading the server's session timeout"):

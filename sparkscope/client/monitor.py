@@ -12,26 +12,21 @@ polls instead: `streams.active` plus one `lastProgress` call per active query pe
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._pyspark import ListenerBus
 from .deadline import within
 from .logs import log, swallowed
 from .errors import SparkscopeError, unreachable_cause
+from .probe import try_probe
 from .progress import Progress
-from .query import summarise_error
+from .query_events import HISTORY_SIZE, Event, Track, TrackBook, WatchedSession
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .session import Session
+__all__ = ["Event", "Monitor", "Track"]
 
-HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
 STALE_AFTER = 2  # failed polls in a row before the numbers are called stale
 CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
 # Seconds without any event while queries run before the live stream is checked with one call. An active
@@ -40,60 +35,16 @@ SILENT_AFTER = 15.0
 CHECK_DEADLINE = 3.0  # seconds for the one call that checks a silent stream
 
 
-@dataclass(frozen=True)
-class Event:
-    """What subscribers receive. kind: started | progress | idle | terminated | notice."""
-
-    kind: str
-    query_id: str | None = None
-    name: str | None = None
-    progress: Progress | None = None
-    error: str | None = None
-    message: str | None = None
-    code: str | None = None  # a notice's situation, for a front end's own hint (e.g. "server_gone")
-    at: float = field(default_factory=time.time)
-
-
-@dataclass
-class Track:
-    """What the monitor knows about one query."""
-
-    id: str
-    name: str
-    state: str = "active"  # active | stopped | failed
-    error: str | None = None
-    idle_since: float | None = None
-    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY_SIZE))
-    updated_at: float = field(default_factory=time.time)
-
-    @property
-    def latest(self) -> Progress | None:
-        return self.history[-1] if self.history else None
-
-    def add(self, progress: Progress) -> bool:
-        """Keep `progress` unless this batch is already known; True when it was new."""
-        latest = self.latest
-        if latest is not None and (progress.batch_id, progress.timestamp) <= (latest.batch_id, latest.timestamp):
-            return False
-        self.history.append(progress)
-        self.updated_at = time.time()
-        self.idle_since = None
-        return True
-
-
-class Monitor:
+class Monitor(TrackBook):
     """Push-based (or, as a fallback, polled) progress for every query of a session."""
 
-    def __init__(self, session: Session, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
+    def __init__(self, session: WatchedSession, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
                  poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER):
+        super().__init__(history_size)
         self._session = session
-        self._history_size = history_size
         self._use_listener = use_listener
         self._poll_interval = poll_interval
         self._watchdog_interval = watchdog_interval
-        self._tracks: dict[str, Track] = {}
-        self._subscribers: list[Callable[[Event], None]] = []
-        self._lock = threading.RLock()
         self._starting = threading.Lock()
         self._stop = threading.Event()
         self._listener: Any = None
@@ -104,7 +55,6 @@ class Monitor:
         self._silent_after = silent_after
         self._heard_at = time.monotonic()  # the live stream's last event (or the last check that it lives)
         self._heard_at_wall = time.time()
-        self.notices: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> Monitor:
@@ -148,84 +98,6 @@ class Monitor:
             self._listener = None
         self.mode = "stopped"
         return answered
-
-    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
-        """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    # -- reading (no RPC) ---------------------------------------------------------------------------
-    def tracks(self) -> list[Track]:
-        with self._lock:
-            return list(self._tracks.values())
-
-    def track(self, name_or_id: str) -> Track | None:
-        with self._lock:
-            tracks = list(self._tracks.values())
-        for track in reversed(tracks):
-            if name_or_id in (track.name, track.id):
-                return track
-        return None
-
-    def history(self, name_or_id: str) -> list[Progress]:
-        track = self.track(name_or_id)
-        return list(track.history) if track else []
-
-    # -- events ---------------------------------------------------------------------------------------
-    def _publish(self, event: Event) -> None:
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            with swallowed("delivering an event"):  # one broken consumer must not starve the others
-                callback(event)
-
-    def _notice(self, message: str, code: str | None = None) -> None:
-        self.notices.append(message)
-        self._publish(Event("notice", message=message, code=code))
-
-    def _track(self, query_id: str, name: str | None) -> Track:
-        with self._lock:
-            track = self._tracks.get(query_id)
-            if track is None:
-                track = Track(query_id, name or query_id[:8])
-                track.history = deque(maxlen=self._history_size)
-                self._tracks[query_id] = track
-            elif name:
-                track.name = name
-            return track
-
-    def on_started(self, query_id: str, name: str | None) -> None:
-        track = self._track(query_id, name)
-        track.state, track.error = "active", None
-        self._publish(Event("started", query_id, track.name))
-
-    def on_progress(self, progress: Progress) -> None:
-        track = self._track(progress.query_id, progress.name)
-        with self._lock:
-            track.state = "active"
-            is_new = track.add(progress)
-        if is_new:
-            self._publish(Event("progress", progress.query_id, track.name, progress=progress))
-
-    def on_idle(self, query_id: str) -> None:
-        track = self._track(query_id, None)
-        track.idle_since = track.idle_since or time.time()
-        self._publish(Event("idle", query_id, track.name))
-
-    def on_terminated(self, query_id: str, error: str | None) -> None:
-        track = self._track(query_id, None)
-        if track.state != "active" and track.error == error:
-            return
-        track.state = "failed" if error else "stopped"
-        track.error = summarise_error(error) if error else None
-        track.updated_at = time.time()
-        self._publish(Event("terminated", query_id, track.name, error=track.error))
 
     # -- the listener -----------------------------------------------------------------------------
     def _register(self) -> bool:
@@ -340,8 +212,6 @@ class Monitor:
                 self._notice(f"The live event stream {what}; listening again (back-filled {filled} "
                              f"batch{'es' if filled != 1 else ''} from recent progress)")
             return True
-        from .probe import try_probe
-
         if try_probe(self._session.target, timeout=2) is None:
             self.stale_since = time.time()
             how = "ran out of memory and exited" if unreachable_cause() is not None else "went away"

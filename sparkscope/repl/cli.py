@@ -253,7 +253,9 @@ def checkpoints_main(args) -> int:
 
 
 def server_main(args) -> int:
-    from ..client.server import UI_READERS, LocalServer, java_version, local_master
+    from ..client.server import UI_READERS, LocalServer
+    from ..client.server_sizing import local_master
+    from ..client.spark_install import java_version
     from .registry import key_values
 
     if args.action == "check-java":

@@ -37,7 +37,7 @@ def test_status_shows_pid_port_url_uptime_version_and_log(server):
     assert lines["url"] == f"sc://localhost:{server.port}"
     assert lines["spark"] == "4.3.0"
     assert lines["log"].endswith("sparkscope/server.log")
-    from sparkscope.client.server import default_driver_memory
+    from sparkscope.client.server_sizing import default_driver_memory
 
     assert re.fullmatch(rf"driver heap {default_driver_memory()}, resident \d+\.\d GiB "
                         r"\(sparkscope server start --driver-memory SIZE\)", lines["memory"]), lines["memory"]
@@ -249,7 +249,7 @@ def test_the_class_archive_is_recorded_at_a_clean_stop_mapped_next_and_replaced_
     starting: it is removed, and that server records a new one."""
     from sparkscope.client.class_cache import ClassCache
     from sparkscope.client.processes import kill
-    from sparkscope.client.server import java_path, pyspark_home
+    from sparkscope.client.spark_install import java_path, pyspark_home
 
     monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", str(tmp_path / "cache"))
     local = LocalServer(tmp_path / "state")

@@ -331,14 +331,14 @@ def test_spark_durations_as_the_session_timeout_is_written(text, seconds):
 
 @pytest.mark.parametrize("ram_gib, heap", [(2, "1g"), (8, "2g"), (24, "6g"), (64, "8g"), (6, "1536m")])
 def test_the_embedded_servers_heap_is_a_quarter_of_the_ram_within_bounds(ram_gib, heap):
-    from sparkscope.client.server import default_driver_memory
+    from sparkscope.client.server_sizing import default_driver_memory
 
     assert default_driver_memory(ram_gib * 2**30) == heap
 
 
 def test_a_bad_driver_memory_is_one_line():
     from sparkscope.client.errors import ServerError
-    from sparkscope.client.server import check_memory
+    from sparkscope.client.server_sizing import check_memory
 
     assert check_memory("4G") == "4g"
     with pytest.raises(ServerError) as err:
@@ -422,7 +422,7 @@ def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it
 
 
 def test_the_start_up_stage_comes_from_the_server_log():
-    from sparkscope.client.server import startup_stage
+    from sparkscope.client.server_log import startup_stage
 
     assert startup_stage([]) == "starting Java"
     begun = ["26/11/22 18:33:00 INFO SparkConnectServer: Starting Spark session."]

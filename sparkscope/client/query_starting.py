@@ -1,0 +1,234 @@
+"""Starting queries through a Session: checks, the sink, the catalog record, and restarting a recorded one."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import bounded_sink, durable
+from ._pyspark import dataframe_from_plan, explain_string
+from .catalog import ACTIVE, Record
+from .errors import CatalogError, ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
+from .logs import log, swallowed
+from .paths import for_server
+from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
+                       memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
+from .query import Query
+from .sink_reading import SinkReading
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+class QueryStarting(SinkReading):
+    def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
+              trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
+              table: str | None = None, options: dict[str, Any] | None = None,
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
+        """Start `df` as a query named `name`; the output mode is inferred.
+
+        Without a sink, an append or update stream goes to the bounded sink, which keeps the newest
+        `keep` rows ('10000', '50k', '10m', '10m,50000'; 10,000 rows by default), and a complete-mode
+        aggregation to Spark's memory sink, which holds one result. `sink="memory"` is Spark's memory
+        sink, which keeps every row."""
+        check_name(name)
+        if foreach_batch is not None:
+            sink = "foreach_batch"
+        if keep is not None and sink not in (None, BOUNDED):
+            raise ConfigError(f"Only the bounded sink keeps a number of rows, not the {sink} sink",
+                              "Leave out the sink, or keep", code="keep_needs_bounded")
+        retention = parse_keep(keep)
+        if sink is not None:
+            check_sink(sink)
+        parsed_trigger = parse_trigger(trigger)
+        if not hasattr(df, "writeStream"):
+            raise ConfigError(f"{type(df).__name__} is not a DataFrame", "Pass a streaming DataFrame")
+        existing = self._find_active_by_name(name)
+        if existing is not None:
+            raise ConfigError(f"A query named '{name}' is already running",
+                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
+                              code="query_exists", data={"name": name})
+        if sink in FILE_SINKS and not path:
+            raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
+        path = for_server(path, self.target.on_this_machine) if path else path
+        checkpoint = for_server(checkpoint, self.target.on_this_machine) if checkpoint else checkpoint
+        if sink == "table":
+            table = table or name
+        if not call(lambda: df.isStreaming):
+            raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
+                                       "Build it from spark.readStream or ss.source.*")
+        shape = plan_shape(call(explain_string, df, extended=True))
+        chosen = choose_mode(shape, sink or BOUNDED, mode)
+        sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
+        if sink == BOUNDED and parsed_trigger.kind == "continuous":
+            raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
+                                       "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "
+                                       "a processing-time trigger", code="continuous_bounded")
+        warning = " ".join(w for w in (watermark_warning(shape), memory_sink_warning(sink, chosen, parsed_trigger))
+                           if w) or None
+        plan, problem = durable.replay_check(self.spark, df, sink)
+        return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
+                            options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
+                            problem=problem, retention=retention if sink == BOUNDED else None)
+
+    def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
+                checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
+                foreach_batch: Callable[[Any, int], None] | None = None, warning: str | None = None,
+                plan: bytes | None = None, problem: str | None = None,
+                retention: Retention | None = None) -> Query:
+        """Start a checked query and record it in the catalog."""
+        self._check_not_running_elsewhere(name)
+        view = None
+        if sink == BOUNDED:
+            self._drop_old_view(name)
+            view = bounded_sink.view_name(name)
+            with translated():
+                foreach_batch = bounded_sink.prepare(self.spark, df, name, view, retention or Retention(), chosen)
+        if checkpoint is None:
+            checkpoint = self.fresh_checkpoint(name)
+        writer = df.writeStream.queryName(name).outputMode(chosen)
+        if parsed_trigger.kind != "default":
+            writer = writer.trigger(**parsed_trigger.writer_kwargs())
+        if checkpoint:
+            writer = writer.option("checkpointLocation", checkpoint)
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
+        with translated():
+            if sink == "table":
+                handle = writer.toTable(table or name)
+            elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:
+                handle = writer.foreachBatch(foreach_batch).start()
+            elif sink in FILE_SINKS:
+                handle = writer.format(sink).start(path)
+            else:
+                handle = writer.format(sink).start()
+        query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
+                      path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
+                      keep=retention if sink == BOUNDED else None, view=view)
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _check_not_running_elsewhere(self, name: str) -> None:
+        """The catalog keeps one record per server and name, and `:restart NAME` / `--restore` bring back
+        that one: a second session's query of a name that runs in another session would take its record,
+        so it is refused while the first runs (Spark itself allows it: names are per session)."""
+        def other() -> Record | None:
+            try:
+                record = self.catalog.get(self.url, name)
+            except CatalogError:  # the start goes on; recording it will say that the catalog failed
+                return None
+            mine = record is None or record.session_id in (None, self.session_id)
+            return None if mine or record is None or record.state != ACTIVE else record
+
+        if other() is None:
+            return
+        self.lost_queries()  # a session that is gone, or no longer runs it, frees the name
+        record = other()
+        if record is not None:
+            when = time.strftime("%H:%M", time.localtime(record.started_at))
+            raise ConfigError(f"A query named '{name}' is running in another session ({str(record.session_id)[:8]}, "
+                              f"started by {record.started_by} at {when})",
+                              "Pick another name, or stop it in that session first", code="query_in_other_session",
+                              data={"name": name})
+
+    def fresh_checkpoint(self, name: str) -> str | None:
+        """A new folder under the server's checkpoint root for a query named `name` (None without a root).
+        Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
+        on) an unrelated query's offsets and state."""
+        root = self.checkpoint_root
+        return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
+
+    def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
+                       checkpoint: str | None, options: dict[str, Any], path: str | None = None,
+                       table: str | None = None) -> Query:
+        """A query that code of this process started with pyspark's own writeStream…start(): known to
+        this session as started here, and recorded in the catalog so that it can be restarted."""
+        plan, problem = durable.replay_check(self.spark, df, sink)
+        name = handle.name or handle.id[:8]
+        try:
+            parsed = parse_trigger(trigger)
+        except ConfigError:  # an interval Spark took and sparkscope does not spell: recorded as default
+            parsed = parse_trigger(None)
+        query = Query(handle, name=name, sink=sink, mode=mode or "append", trigger=parsed,
+                      checkpoint=checkpoint, path=path, table=table, fmt=sink if sink in FILE_SINKS else None)
+        try:  # it runs already (Spark allows one name per session): it only must not take the other's record
+            self._check_not_running_elsewhere(name)
+        except ConfigError as exc:
+            log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
+            return self._register(query, plan=plan, problem=exc.message, options=options, record=False)
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _register(self, query: Query, *, plan: bytes | None, problem: str | None,
+                  options: dict[str, Any] | None, record: bool = True) -> Query:
+        """Track a query this process started, and record it in the catalog (unless `record` is off)."""
+        name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
+        query.on_end = self._ended
+        query.restart_note = problem
+        with self._lock:
+            self._queries[query.id] = query
+            self._started_here.add(query.id)
+        if not record:
+            return query
+        try:
+            self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
+                                      sink=sink, mode=query.mode, trigger=str(query.trigger),
+                                      options=dict(options or {}),
+                                      path=path, table_name=table, checkpoint=checkpoint,
+                                      restartable=problem is None, reason=problem,
+                                      keep=query.keep.spec() if query.keep else None, view=query.view)
+        except Exception as exc:  # the query runs; that it cannot come back is said, never swallowed
+            log.debug("recording %s in the catalog failed", name, exc_info=True)
+            problem = query.restart_note = (f"recording it in the catalog {self.catalog.path} failed "
+                                            f"({translate(exc).message})")
+        if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
+            log.info("%s cannot be restarted from the catalog: %s", name, problem)
+        return query
+
+    def _drop_old_view(self, name: str) -> None:
+        """An earlier run's rows of a bounded query (global views outlive sessions): gone when the name
+        starts again."""
+        views = {q.view for q in self.known_queries() if q.name == name and q.view}
+        with swallowed("reading the catalog"):
+            record = self.catalog.get(self.url, name)
+            if record is not None and record.view:
+                views.add(record.view)
+        for view in views:
+            with swallowed(f"dropping the view {view}"):
+                bounded_sink.drop(self.spark, view)
+
+    def _drop_views(self, running_too: bool) -> None:
+        """The rows kept by this session's bounded queries that ended (and, if asked, of running ones)."""
+        running = set() if running_too else {q.id for q in self.running()}
+        for query in self.known_queries():
+            if query.view and query.id not in running:
+                with swallowed(f"dropping the view {query.view}"):
+                    bounded_sink.drop(self.spark, query.view)
+
+    def restart(self, name: str, *, fresh: bool = False) -> Query:
+        """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
+        where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
+        record = self.catalog.get(self.url, name)
+        if record is None:
+            raise QueryNotFound(f"No query named '{name}' in the catalog of {self.url}",
+                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
+                                data={"name": name})
+        running = self._find_active_by_name(name)
+        if running is not None:
+            raise ConfigError(f"{name} is already running (id {running.id[:8]})", "Nothing was changed",
+                              code="already_running", data={"name": name})
+        if not record.restartable or record.plan is None:
+            raise UnsupportedOperation(f"{name} cannot be restarted: {record.reason or 'its plan was not kept'}",
+                                       "Build the DataFrame again and start it", code="not_restartable",
+                                       data={"name": name})
+        if record.sink == "memory" and record.mode != "complete" and not fresh:
+            # Spark refuses to recover a memory sink from its checkpoint outside complete mode (its rows
+            # lived in the old run's driver memory anyway): such a query starts over
+            log.info("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
+                        "it starts over with a new one", name, record.mode)
+            fresh = True
+        # checked when it first started: the plan, its mode and sink are not analysed again
+        return self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
+                            parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
+                            path=record.path, table=record.table_name, options=record.options, plan=record.plan,
+                            retention=parse_keep(record.keep) if record.sink == BOUNDED else None)

@@ -1,0 +1,58 @@
+"""The Spark and Java this machine runs: the pip-installed pyspark (its spark-submit and Connect jar) and the java
+spark-submit starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import ServerError
+
+MIN_JAVA = 17
+
+
+def pyspark_home() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise ServerError("pyspark is not installed", "Install sparkscope with pip (it depends on pyspark[connect])")
+    return Path(spec.origin).parent
+
+
+def connect_jar(home: Path | None = None) -> Path:
+    home = home or pyspark_home()
+    jars = sorted((home / "jars").glob("spark-connect_*.jar"))
+    if not jars:
+        raise ServerError(f"No spark-connect jar in {home / 'jars'}", "Reinstall pyspark[connect] 4.x")
+    return jars[-1]
+
+
+def java_path() -> str | None:
+    """The java spark-submit runs: JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
+
+
+def java_version(java: str | None = None) -> int:
+    """The major version of the java on PATH (or JAVA_HOME); ServerError with an install hint if unusable."""
+    hint = "Install Java 17 or newer, e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME"
+    java = java or java_path()
+    if not java or not Path(java).exists():
+        raise ServerError("Java is not installed (no 'java' on PATH)", hint)
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"Cannot run {java} ({exc})", hint) from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        raise ServerError(f"Cannot tell the version of {java}", hint)
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise ServerError(f"Java {major} is too old: Spark 4 needs Java {MIN_JAVA} or newer", hint)
+    return major

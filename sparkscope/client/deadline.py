@@ -9,30 +9,48 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from .errors import DeadlineExceeded
 
 T = TypeVar("T")
 
 
+class Call(Generic[T]):
+    """`fn()` running in a daemon thread: wait for it as long as you choose, then take its result or leave it."""
+
+    def __init__(self, fn: Callable[[], T], name: str):
+        self._box: dict[str, object] = {}
+        self._fn = fn
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._box["value"] = self._fn()
+        except BaseException as exc:  # handed to the caller
+            self._box["error"] = exc
+
+    def wait(self, seconds: float | None) -> bool:
+        """Whether it ended within `seconds`."""
+        self.thread.join(seconds)
+        return not self.thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def result(self) -> T:
+        """Its value, or its error raised (once it ended)."""
+        if "error" in self._box:
+            raise self._box["error"]  # type: ignore[misc]
+        return self._box.get("value")  # type: ignore[return-value]
+
+
 def within(seconds: float, fn: Callable[[], T], what: str) -> T:
     """Return fn()'s result, re-raise its error, or raise DeadlineExceeded after `seconds`."""
-    box: dict[str, object] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=f"sparkscope-deadline-{what[:20]}", daemon=True).start()
-    if not done.wait(seconds):
+    call = Call(fn, f"sparkscope-deadline-{what[:20]}")
+    if not call.wait(seconds):
         raise DeadlineExceeded(f"{what[:1].upper()}{what[1:]} got no answer within {seconds:g} s",
                                "The server or the network is not responding; the call was abandoned")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box.get("value")  # type: ignore[return-value]
+    return call.result()

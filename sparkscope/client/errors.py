@@ -129,9 +129,16 @@ class QueryFailed(SparkscopeError):
 
 
 class Cancelled(SparkscopeError):
-    """The operation was cancelled by the user (Ctrl-C)."""
+    """The operation was cancelled by the user (Ctrl-C). `abandoned`: the call did not end when interrupted
+    and was left behind; `waited_on`: Ctrl-C ended a wait on this query, which keeps running."""
 
     code = "cancelled"
+
+    def __init__(self, message: str = "The operation was cancelled", hint: str = "", error_class: str | None = None,
+                 *, abandoned: bool = False, waited_on: str | None = None):
+        super().__init__(message, hint, error_class)
+        self.abandoned = abandoned
+        self.waited_on = waited_on
 
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")

@@ -241,7 +241,7 @@ def _restore(info) -> int:
 def checkpoints_main(args) -> int:
     from ..client.catalog import Catalog
     from ..client.server import LocalServer
-    from .catalog_commands import checkpoint_report
+    from .commands_catalog import checkpoint_report
     from .render import render
 
     if args.action == "prune" and not args.older_than:
@@ -457,7 +457,7 @@ def _report_connection_later(executor) -> None:
         try:
             session = executor.wait_connected()
             from ..client.logs import swallowed
-            from .catalog_commands import lost_note
+            from .commands_catalog import lost_note
 
             with swallowed("looking for lost queries"):  # an extra: its failure is not the user's problem
                 note = lost_note(session)

@@ -18,7 +18,7 @@ from .render import render_table
 from .results import Table
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .executor import Executor
+    from .context import CommandContext
 
 DISPLAY_ROWS = 1000  # Databricks shows the first 1,000 rows of a batch DataFrame
 
@@ -26,7 +26,7 @@ DISPLAY_ROWS = 1000  # Databricks shows the first 1,000 rows of a batch DataFram
 class Display:
     """`display` in the REPL's namespace."""
 
-    def __init__(self, executor: Executor):
+    def __init__(self, executor: CommandContext):
         self._executor = executor
 
     def __repr__(self) -> str:

@@ -1,6 +1,6 @@
 """The REPL's live side: alerts and tailed batches printed above the prompt while the user types.
 
-Everything here reacts to monitor events. Output goes to the executor's stdout, which the shell
+Everything here reacts to monitor events. Output goes to the REPL's stdout, which the shell
 routes above the prompt (prompt-toolkit's patch_stdout); while `:watch` owns the screen, alerts go
 to the dashboard's footer instead.
 """
@@ -8,7 +8,8 @@ to the dashboard's footer instead.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..client.alerts import AlertRules
 from ..client.monitor import Event
@@ -19,12 +20,15 @@ from .results import Table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.query import Query
-    from .executor import Executor
+    from ..client.session import Session
 
 
 class Live:
-    def __init__(self, executor: Executor, session: Any):
-        self.executor = executor
+    """Alerts and tails of one session; `out` gives the stream they print to (the REPL's stdout, which the
+    shell routes above the prompt)."""
+
+    def __init__(self, out: Callable[[], TextIO], session: Session):
+        self._out = out
         self.session = session
         self.alerts_on = bool(repl_setting("alerts"))
         self.tails: dict[str, Tail] = {}
@@ -62,7 +66,7 @@ class Live:
             dashboard.app.invalidate()
             return
         with self._lock:
-            out = self.executor.out
+            out = self._out()
             out.write(text + "\n")
             out.flush()
 

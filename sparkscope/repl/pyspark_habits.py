@@ -35,7 +35,7 @@ from ..client.query import wait_in_slices
 from ..client.remote import parse_url
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .executor import Executor
+    from .context import CommandContext
 
 CONSOLE_ROWS = 20  # Spark's console sink: numRows
 CONSOLE_TRUNCATE = 20  # and truncate=true: cells cut to 20 characters
@@ -51,7 +51,7 @@ _numbers: dict[str, Iterator[int]] = {}  # per name prefix
 class UserCall:
     """The user's input running in this thread: its executor, and whether Ctrl-C cancelled it."""
 
-    def __init__(self, executor: Executor, cancelled: threading.Event):
+    def __init__(self, executor: CommandContext, cancelled: threading.Event):
         self.executor = executor
         self.cancelled = cancelled
         self.waiting_on: str | None = None  # the query a waiting call waits on: Ctrl-C must not interrupt
@@ -271,14 +271,14 @@ def _stop(original: Any, spark: Any) -> Any:
     return None
 
 
-def replace_stopped_session(executor: Executor) -> None:
+def replace_stopped_session(executor: CommandContext) -> None:
     """spark.stop() ran on the REPL's session: close it as pyspark would (asking first, as :quit does,
     when queries run; a script's own queries stop with it), then open a new session on the same
     server, so that spark, ss and every command work again."""
     from ..client.deadline import within
     from ..client.errors import SparkscopeError
     from ..client.session import Session
-    from .executor import LEAVE_DEADLINE
+    from .leaving import LEAVE_DEADLINE
     from .render import error_line
 
     old = executor.session

@@ -1,4 +1,5 @@
-"""The one command registry: `@command(...)` registers a colon command with its usage and help.
+"""The one command registry: `@command(...)` declares a colon command with its usage and help, and
+`Registry` holds the declared ones (command_list.py lists them).
 
 Argument splitting keeps Python expressions intact: whitespace inside quotes or brackets does not
 split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expression.
@@ -7,11 +8,13 @@ split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expre
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from ..client.errors import ConfigError
+from .results import Result
 
 
 class UsageError(ConfigError):
@@ -96,7 +99,7 @@ def multi(name: str, metavar: str = "") -> Opt:
 @dataclass
 class Command:
     name: str
-    func: Callable
+    func: Callable[..., Result]
     summary: str
     args: tuple[Arg, ...] = ()
     options: tuple[Opt, ...] = ()
@@ -127,29 +130,50 @@ class Command:
         return self.args[-1] if self.args and self.args[-1].repeat else None
 
 
+class Options(dict[str, "str | bool | list[str]"]):
+    """A command's options as given: a flag is True, a value its text, a repeated option its list."""
+
+    def flag(self, name: str) -> bool:
+        return self.get(name) is True
+
+    def text(self, name: str) -> str | None:
+        value = self.get(name)
+        return value if isinstance(value, str) else None
+
+    def each(self, name: str) -> list[str]:
+        value = self.get(name)
+        return list(value) if isinstance(value, list) else []
+
+
 @dataclass
 class Invocation:
     command: Command
     args: list[str]
-    opts: dict[str, object]
+    opts: Options
+
+
+def command(name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tuple[Opt, ...] = (),
+            aliases: tuple[str, ...] = (), tail: Tail = Tail.WORDS, runs: Runs = Runs.WORKER,
+            needs_session: bool = True) -> Callable[[Callable[..., Any]], Command]:
+    """Declare a colon command: the function, with its usage and help. command_list.py registers it."""
+    def declare(func: Callable[..., Any]) -> Command:
+        return Command(name, func, summary, tuple(args), tuple(options), aliases, tail, runs, needs_session)
+
+    return declare
 
 
 class Registry:
-    def __init__(self) -> None:
+    """The colon commands, from an explicit list (command_list.REGISTRY is the REPL's)."""
+
+    def __init__(self, commands: Iterable[Command]) -> None:
         self.commands: dict[str, Command] = {}
         self._aliases: dict[str, str] = {}
-
-    def command(self, name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tuple[Opt, ...] = (),
-                aliases: tuple[str, ...] = (), tail: Tail = Tail.WORDS, runs: Runs = Runs.WORKER,
-                needs_session: bool = True) -> Callable[[Callable], Callable]:
-        def register(func: Callable) -> Callable:
-            self.commands[name] = Command(name, func, summary, tuple(args), tuple(options), aliases, tail, runs,
-                                          needs_session)
-            for alias in aliases:
-                self._aliases[alias] = name
-            return func
-
-        return register
+        for cmd in commands:
+            if cmd.name in self.commands or cmd.name in self._aliases:
+                raise ValueError(f"two commands are named :{cmd.name}")
+            self.commands[cmd.name] = cmd
+            for alias in cmd.aliases:
+                self._aliases[alias] = cmd.name
 
     def names(self) -> list[str]:
         return sorted(self.commands) + sorted(self._aliases)
@@ -177,10 +201,10 @@ class Registry:
             args_raw = [rest.strip()] if rest.strip() else []
             if len(args_raw) < cmd.min_args:
                 raise UsageError(f":{cmd.name} needs more arguments", f"Usage: {cmd.usage}")
-            return Invocation(cmd, args_raw, {})
+            return Invocation(cmd, args_raw, Options())
         tokens = split_args(rest)
         args: list[str] = []
-        opts: dict[str, object] = {}
+        opts = Options()
         i = 0
         while i < len(tokens):
             token = tokens[i]
@@ -202,9 +226,7 @@ class Registry:
                         given = tokens[i]
                     given = unquote(given)
                     if option.kind is Kind.MULTI:
-                        values = opts.setdefault(key, [])
-                        assert isinstance(values, list)
-                        values.append(given)
+                        opts[key] = [*opts.each(key), given]
                     else:
                         opts[key] = given
             else:
@@ -221,7 +243,7 @@ class Registry:
 
 
 def command_candidates(cmd: Command, done: list[str], current: str, queries: Callable[[], list[str]],
-                       dataframes: Callable[[], list[str]]) -> list[str]:
+                       dataframes: Callable[[], list[str]], commands: Callable[[], list[str]] = list) -> list[str]:
     """What may come next after `done` words of `cmd`, from what the registry declares."""
     if current.startswith("--"):
         key, eq, _ = current[2:].partition("=")
@@ -246,7 +268,7 @@ def command_candidates(cmd: Command, done: list[str], current: str, queries: Cal
     if complete is Complete.CHOICES:
         pool = list(arg.choices)
     elif complete is Complete.COMMAND:
-        pool = REGISTRY.names() + (["keys"] if "keys" in arg.metavar else [])
+        pool = commands() + (["keys"] if "keys" in arg.metavar else [])
     if complete in (Complete.QUERY, Complete.QUERY_OR_DATAFRAME):
         pool += queries()
     if complete in (Complete.DATAFRAME, Complete.QUERY_OR_DATAFRAME):
@@ -344,7 +366,3 @@ def split_commands(text: str) -> list[str]:
 
 def _split_semicolons(line: str) -> list[str]:
     return _split_top_level(line, lambda ch: ch == ";")
-
-
-REGISTRY = Registry()
-command = REGISTRY.command

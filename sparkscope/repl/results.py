@@ -26,7 +26,7 @@ class Table:
 @dataclass
 class Message:
     text: str
-    data: dict = field(default_factory=dict)  # what --format json shows besides the text
+    data: dict[str, object] = field(default_factory=dict)  # what --format json shows besides the text
 
 
 @dataclass
@@ -37,4 +37,4 @@ class Block:
     data: Any = None
 
 
-Result = Any  # Table | Message | Block | list of those | None
+Result = Table | Message | Block | list[Table | Message | Block] | None

@@ -23,7 +23,8 @@ from pygments.token import Keyword, Name, Operator, String, Text
 
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
-from .registry import REGISTRY, UsageError, command_candidates, split_args
+from .command_list import REGISTRY
+from .registry import UsageError, command_candidates, split_args
 from .settings import repl_setting
 from .executor import Executor
 from .statements import enter_submits, indent_for
@@ -95,7 +96,8 @@ class ShellCompleter(Completer):
             return
         current = "" if rest.endswith(" ") or not words else words[-1]
         done = words if current == "" else words[:-1]
-        for candidate in command_candidates(cmd, done, current, self._query_names, self._dataframe_names):
+        for candidate in command_candidates(cmd, done, current, self._query_names, self._dataframe_names,
+                                            REGISTRY.names):
             yield Completion(candidate, start_position=-len(current))
 
     def _python_completions(self, word: str) -> Iterable[Completion]:

@@ -8,7 +8,7 @@ import time
 
 import pexpect
 
-from sparkscope.repl.executor import STILL_RUNNING
+from sparkscope.repl.worker import STILL_RUNNING
 from tests.helpers import sparkscope_bin
 from tests.e2e.conftest import Repl, clean, spawn
 

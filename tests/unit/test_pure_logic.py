@@ -13,8 +13,8 @@ from sparkscope.client.paths import for_server
 from sparkscope.client.planning import PlanShape, choose_mode, parse_trigger, plan_shape, watermark_warning
 from sparkscope.client.progress import Progress
 from sparkscope.client.remote import parse_url, redact, resolve
-from sparkscope.repl import commands  # noqa: F401 - registers commands
-from sparkscope.repl.registry import REGISTRY, UsageError, split_commands
+from sparkscope.repl.command_list import REGISTRY
+from sparkscope.repl.registry import UsageError, split_commands
 from sparkscope.repl.render import cell, render_table, render_vertical, to_json
 from sparkscope.repl.results import Table
 from sparkscope.repl.statements import enter_submits, is_complete, script_statements

@@ -5,11 +5,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .registry import REGISTRY, Arg, Complete, UsageError, command, flag, valued
+from .registry import Arg, Complete, Options, UsageError, command, flag, valued
 from .render import age, short_id, sink_text, size
-from .results import Message, Table
+from .results import Message, Result, Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..client.catalog import Record
+    from ..client.checkpoints import Checkpoint
+    from ..client.session import Session
+    from .context import CommandContext
 
 
 def _clock(at: float | None) -> str:
@@ -19,7 +25,7 @@ def _clock(at: float | None) -> str:
     return time.strftime("%H:%M:%S" if time.time() - at < 86400 else "%Y-%m-%d %H:%M", local)
 
 
-def catalog_table(records: list[Any], set_aside: Sequence[tuple[str, float, str]] = ()) -> Table:
+def catalog_table(records: list[Record], set_aside: Sequence[tuple[str, float, str]] = ()) -> Table:
     rows = [[r.name, short_id(r.query_id or "-"), short_id(r.session_id or "-"), r.state, r.sink,
              "-" if r.last_batch is None else r.last_batch, _clock(r.started_at), _clock(r.seen_at),
              "yes" if r.restartable else "no", r.checkpoint or "-", (r.error or r.reason or "")] for r in records]
@@ -33,7 +39,7 @@ def catalog_table(records: list[Any], set_aside: Sequence[tuple[str, float, str]
                  droppable=("id", "checkpoint", "started", "sink", "why", "session"))
 
 
-def lost_note(session: Any) -> str | None:
+def lost_note(session: Session) -> str | None:
     """One block about the catalogued queries that were running and now are not, or None."""
     lost = session.lost_queries()
     if not lost:
@@ -49,55 +55,56 @@ def lost_note(session: Any) -> str | None:
          "--fresh: with a new checkpoint, after asking)",
          args=(Arg("NAME", optional=True, complete=Complete.QUERY),), options=(flag("lost"), flag("fresh"),
                                                                                flag("yes")))
-def restart(ctx, args, opts):
+def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
-    if opts.get("lost"):
+    if opts.flag("lost"):
         if args:
-            raise UsageError("Give a query name or --lost, not both", f"Usage: {REGISTRY.usage('restart')}")
+            raise UsageError("Give a query name or --lost, not both", f"Usage: {restart.usage}")
         session.lost_queries()
         names = [r.name for r in session.catalog.records(session.url) if r.state == "lost"]
         if not names:
             return Message("No lost queries in the catalog.")
         return [_restart_one(session, name, fresh=False) for name in names]
     if not args:
-        raise UsageError(":restart needs a query name, or --lost", f"Usage: {REGISTRY.usage('restart')}")
+        raise UsageError(":restart needs a query name, or --lost", f"Usage: {restart.usage}")
     name = args[0]
-    if opts.get("fresh"):
+    if opts.flag("fresh"):
         record = session.catalog.get(session.url, name)
         where = f" (the old one stays at {record.checkpoint})" if record is not None and record.checkpoint else ""
-        if not (opts.get("yes") or ctx.confirm(f"Restart {name} with a new checkpoint? Its state and offsets start "
+        if not (opts.flag("yes") or ctx.confirm(f"Restart {name} with a new checkpoint? Its state and offsets start "
                                                f"empty{where}. [y/N] ")):
             return Message("Nothing was changed.")
-    return _restart_one(session, name, fresh=bool(opts.get("fresh")))
+    return _restart_one(session, name, fresh=bool(opts.flag("fresh")))
 
 
-def _restart_one(session: Any, name: str, fresh: bool) -> Message:
+def _restart_one(session: Session, name: str, fresh: bool) -> Message:
     record = session.catalog.get(session.url, name)
     query = session.restart(name, fresh=fresh)
-    resumed = (record is not None and record.checkpoint and query.checkpoint == record.checkpoint)
-    where = (f"from its checkpoint (after batch {record.last_batch})" if resumed and record.last_batch is not None
+    resumed = record is not None and bool(record.checkpoint) and query.checkpoint == record.checkpoint
+    last_batch = record.last_batch if record is not None else None
+    where = (f"from its checkpoint (after batch {last_batch})" if resumed and last_batch is not None
              else "from its checkpoint" if resumed else "with a new checkpoint")
     return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {sink_text(query.sink, query.keep)}, {query.mode} mode",
-                   {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": bool(resumed)})
+                   {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": resumed})
 
 
 @command("forget", "Remove a query from the catalog (--delete-checkpoint: delete its checkpoint too, after asking)",
          args=(Arg("NAME", complete=Complete.QUERY),), options=(flag("delete-checkpoint"), flag("yes")))
-def forget(ctx, args, opts):
+def forget(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
     name = args[0]
-    delete = bool(opts.get("delete-checkpoint"))
+    delete = bool(opts.flag("delete-checkpoint"))
     if delete:
         record = session.catalog.get(session.url, name)
         where = record.checkpoint if record is not None and record.checkpoint else "its checkpoint"
-        if not (opts.get("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. [y/N] ")):
+        if not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. [y/N] ")):
             return Message("Nothing was changed.")
     record = session.forget(name, delete_checkpoint=delete)
     kept = "" if delete or not record.checkpoint else f"; its checkpoint stays at {record.checkpoint}"
     return Message(f"Forgot {name}{kept}.")
 
 
-def checkpoints_table(found: list[Any], removed: list[Any] | None = None) -> Table:
+def checkpoints_table(found: list[Checkpoint], removed: list[Checkpoint] | None = None) -> Table:
     now = time.time()
     rows = [[c.path.name, size(c.size), age(now - c.modified),
              f"{c.owner.name} ({c.owner.state})" if c.owner else "-", "yes" if c.needed else "no"] for c in found]
@@ -111,7 +118,7 @@ def checkpoints_table(found: list[Any], removed: list[Any] | None = None) -> Tab
     return Table(["checkpoint", "size", "age", "query", "needed"], rows, footer=footer)
 
 
-def checkpoint_report(root: Path, records: list[Any], prune_older_than: str | None) -> Table:
+def checkpoint_report(root: Path, records: list[Record], prune_older_than: str | None) -> Table:
     from ..client.checkpoints import parse_age, prune, scan
 
     if prune_older_than is None:
@@ -123,10 +130,10 @@ def checkpoint_report(root: Path, records: list[Any], prune_older_than: str | No
 @command("checkpoints", "List the checkpoints of queries on this machine with size, age and owner "
          "(--prune AGE: delete those older than AGE that no restartable query needs)",
          options=(valued("prune", "AGE"),))
-def checkpoints(ctx, args, opts):
+def checkpoints(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
     if not session.target.on_this_machine or not session.checkpoint_root:
         raise UsageError("The checkpoints of a remote server live on that server",
                          "List them there: sparkscope checkpoints")
     root = Path(session.checkpoint_root.removeprefix("file:"))
-    return checkpoint_report(root, session.catalog.records(), opts.get("prune"))
+    return checkpoint_report(root, session.catalog.records(), opts.text("prune"))

@@ -1,0 +1,98 @@
+"""Leaving the REPL: what happens to the running queries (ask, stop or leave them), and what stays behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..client.deadline import within
+from ..client.errors import SparkscopeError
+from ..client.logs import swallowed
+from .render import age
+from .terminal import command_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import CommandContext
+    from .live import Live
+
+LEAVE_DEADLINE = 5.0
+
+
+def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | None:
+    """Close the REPL's session (and its alerts and tails, `live`). detach=None asks (interactive). Returns a
+    message for the user."""
+    session = ctx.session_or_none()
+    if session is None:
+        return None
+    if live is not None:
+        live.close()
+    try:  # a frozen network must not hold Ctrl-D
+        queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
+    except SparkscopeError:
+        queries = []
+    running = [q.name for q in queries]
+    found = [] if ctx.interactive else [q for q in queries if not session.started_here(q)]
+    if found and not detach:
+        # a script stops only what it started: queries it found (reattached, another client's) run on
+        with swallowed("stopping the script's queries"):
+            for query in queries:
+                if session.started_here(query):
+                    query.stop()
+        session.close(stop_queries=False)
+        stopped = [q.name for q in queries if session.started_here(q)]
+        return "\n".join(filter(None, [f"Stopped {', '.join(stopped)}." if stopped else None,
+                                        f"Left running: {', '.join(q.name for q in found)} (this script did "
+                                        "not start them)."]))
+    if running and detach is None:
+        names = ", ".join(running)
+        detach = not ctx.confirm(f"{len(running)} quer{'y is' if len(running) == 1 else 'ies are'} still "
+                                  f"running ({names}). Stop {'it' if len(running) == 1 else 'them'}? [y/N] ")
+    message: str | None
+    if running and detach:
+        message = (f"Left {len(running)} quer{'y' if len(running) == 1 else 'ies'} running on the server. "
+                   f"Reattach with: {ctx.reattach_command()}\n{idle_timeout_warning(session)}")
+        session.close(stop_queries=False)
+    else:  # nothing to leave running, or the user chose to stop it
+        session.close(stop_queries=True)
+        message = f"Stopped {', '.join(running)}." if running else None
+    staying = _embedded_server_note(session) if ctx.interactive else None
+    return "\n".join(m for m in (message, staying) if m) or None
+
+def _embedded_server_note(session: Any) -> str | None:
+    """Say what stays behind: the embedded server keeps running (so queries can), and its memory."""
+    if session.target.source != "local" and session.target.token_source != "state":
+        return None  # not this state dir's embedded server
+    from ..client.server import LocalServer
+
+    info = LocalServer().running()
+    if info is None:
+        return None
+    memory = info.memory_bytes
+    held = f", {memory / 2**30:.1f} GiB" if memory and memory >= 2**30 else \
+        (f", {memory / 2**20:.0f} MiB" if memory else "")
+    return (f"The embedded Spark Connect server keeps running (pid {info.pid}{held}); "
+            f"stop it with: {command_name()} server stop")
+
+
+
+
+def idle_timeout_warning(session: Any) -> str:
+    """One line: when the server will stop the queries of the session just left, and what to do."""
+    seconds, known = session.idle_timeout()
+    after = age(seconds) if known else f"{age(seconds)} (Spark's default; this server did not say)"
+    return (f"warning: the server stops them once the session has had no client for {after}. Reattach before "
+            f"then, keep a sparkscope attached, or raise spark.connect.session.manager.defaultSessionTimeout "
+            f"on the server.")
+
+
+class Leave:
+    """`exit` / `quit` in the REPL's namespace: calling either asks to leave like :quit."""
+
+    def __init__(self, request_exit: Callable[[object], None]):
+        self._request_exit = request_exit
+
+    def __call__(self, code: object = None) -> None:
+        self._request_exit(code)
+
+    def __repr__(self) -> str:
+        return "Use exit(), quit(), :quit or Ctrl-D to leave"

@@ -1,0 +1,51 @@
+"""Python input in the REPL: how a value is shown, and a traceback of the user's own code."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from ..client.errors import translate
+
+
+def describe(value: Any) -> str:
+    """repr for the REPL; a DataFrame shows its schema and whether it streams, without running a job."""
+    if type(value).__name__ == "DataFrame" and hasattr(value, "isStreaming"):
+        try:
+            fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in value.schema.fields)
+            kind = "streaming DataFrame" if value.isStreaming else "DataFrame"
+            return f"{kind}[{fields}]"
+        except Exception as exc:
+            return f"DataFrame (invalid: {translate(exc)})"
+    if type(value).__name__ == "Rows" and hasattr(value, "columns"):
+        from .render import render_table
+        from .results import Table
+
+        return render_table(Table(value.columns, value.rows))
+    return repr(value)
+
+
+def from_pyspark(exc: BaseException) -> bool:
+    module = type(exc).__module__ or ""
+    return module.startswith(("pyspark", "grpc", "py4j"))
+
+
+def mentions_session(source: str) -> bool:
+    return any(name in source for name in ("spark", "ss.", "ss ", "F.", "T.", "col(", "expr(", "lit(", "window("))
+
+
+def user_traceback(exc: BaseException, source: str) -> str:
+    """A traceback of the user's own code only: frames from <input> and the final line."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<input>"]
+    lines = source.splitlines()
+    out = []
+    if frames:
+        out.append("Traceback (most recent call last):\n")
+        for frame in frames:
+            out.append(f'  File "<input>", line {frame.lineno}, in {frame.name}\n')
+            if frame.lineno and 0 < frame.lineno <= len(lines):
+                out.append(f"    {lines[frame.lineno - 1].strip()}\n")
+    out.extend(traceback.format_exception_only(type(exc), exc))
+    if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
+        out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
+    return "".join(out)

@@ -1,0 +1,145 @@
+"""The REPL's session, which may still be connecting: opening it in the background, switching to another,
+and what the user's namespace gets from it."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TextIO
+
+from ..client.errors import SparkscopeError
+from ..client.logs import swallowed
+from . import pyspark_habits
+from .terminal import reattach_command
+
+
+class SessionHolder:
+    def __init__(self, out: TextIO | None, err: TextIO | None, interactive: bool):
+        self._out = out
+        self._err = err
+        self.interactive = interactive
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        self._session_future: Future = Future()
+        self.opener: Callable[[], Any] | None = None  # how the current session was opened
+        self._live: Any = None
+        self._state_hooks: list[Callable[[], None]] = []
+        self.startup: str | None = None  # how the embedded server's start goes, while it starts
+
+    @property
+    def out(self) -> TextIO:
+        return self._out or sys.stdout
+
+    @property
+    def err(self) -> TextIO:
+        return self._err or sys.stderr
+
+    def connect_in_background(self, opener: Callable[[], Any]) -> None:
+        self.opener = opener
+
+        def run() -> None:
+            try:
+                session = opener()
+                self._populate(session)
+                self._session_future.set_result(session)
+            except BaseException as exc:  # delivered to whoever needs the session
+                self._session_future.set_exception(exc)
+            self._state_changed()
+
+        threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
+
+    def switch_session(self, opener: Callable[[], Any]) -> tuple[Any, Any, list[str]]:
+        """Open a session with `opener` and make it the current one; the previous session is let go
+        with its queries still running on their server. Returns the new session, the previous one
+        and the names of the queries left running. When opening fails, nothing changes."""
+        session = opener()
+        old = self.session_or_none()
+        left: list[str] = []
+        if old is not None:
+            with contextlib.suppress(SparkscopeError):  # the old server may be gone
+                left = [q.name for q in old.queries() if q.state == "active"]
+        alerts_on = self._live.alerts_on if self._live is not None else True
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+        self.opener = opener
+        self._session_future = Future()
+        self._populate(session)
+        if self._live is not None:
+            self._live.alerts_on = alerts_on
+        self._session_future.set_result(session)
+        if old is not None:
+            with swallowed("letting the previous session go"):
+                old.close(stop_queries=False)
+        return session, old, left
+
+    def set_session(self, session: Any) -> None:
+        self._populate(session)
+        self._session_future.set_result(session)
+
+    def _populate(self, session: Any) -> None:
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        pyspark_habits.install()
+        self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
+                               "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit})
+        if self.interactive:  # alerts above the prompt from the start
+            # the session works without live events; :watch and :tail report the reason
+            with contextlib.suppress(SparkscopeError):
+                self._start_live(session)
+                session.monitor.subscribe(
+                    lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
+
+    def _start_live(self, session: Any) -> Any:
+        from .live import Live
+
+        if self._live is None:
+            self._live = Live(lambda: self.out, session)
+        return self._live
+
+    def live(self) -> Any:
+        """Alerts and tails for this session (started on first use)."""
+        return self._start_live(self.session)
+
+    def server_starting(self, elapsed: float, stage: str) -> None:
+        """The embedded server is starting (called about 4 times a second): shown in the toolbar."""
+        shown = f"{stage}, {elapsed:.0f} s"
+        if shown != self.startup:
+            self.startup = shown
+            self._state_changed()
+
+    def on_state_change(self, hook: Callable[[], None]) -> None:
+        """Call `hook` (from any thread) when the connection or a query's state changes."""
+        self._state_hooks.append(hook)
+
+    def _state_changed(self) -> None:
+        for hook in list(self._state_hooks):
+            with swallowed("redrawing after a state change"):
+                hook()
+
+    def wait_connected(self) -> Any:
+        """Block until the connection attempt ends; its session, or its error raised."""
+        return self._session_future.result()
+
+    @property
+    def session(self):
+        return self._session_future.result()
+
+    @property
+    def connecting(self) -> bool:
+        return not self._session_future.done()
+
+    @property
+    def connected(self) -> bool:
+        return self._session_future.done() and self._session_future.exception() is None
+
+    def session_or_none(self):
+        return self.session if self.connected else None
+
+    def reattach_command(self) -> str:
+        session = self.session
+        return reattach_command(session.target, session.session_id)

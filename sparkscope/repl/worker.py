@@ -1,0 +1,92 @@
+"""Running one input in a worker thread: Ctrl-C and a deadline return at once, the input's Spark calls are
+interrupted by their operation tag (never interruptAll, which would stop streams), and a call that still does not
+end is abandoned."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..client.deadline import Call
+from ..client.errors import Cancelled, DeadlineExceeded
+from . import pyspark_habits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import CommandContext
+
+CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
+SLOW_NOTICE = 2.0
+STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
+CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
+ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
+             "streaming queries keep running on the server.")
+
+
+def cancel_notice(cancel: Cancelled) -> str:
+    """The line shown when Ctrl-C (or the deadline) ended an input."""
+    if cancel.waited_on == "any query":
+        return "Stopped waiting; the queries keep running (:stop NAME ends one)."
+    if cancel.waited_on:
+        return f"Stopped waiting for {cancel.waited_on}; it keeps running (:stop {cancel.waited_on} ends it)."
+    return ABANDONED if cancel.abandoned else CANCELLED
+
+
+def command_timeout() -> float | None:
+    from .settings import repl_setting
+
+    value = float(repl_setting("command_timeout"))  # type: ignore[arg-type]
+    return value if value > 0 else None
+
+
+def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: float | None = None,
+                  interrupt: bool = True, user_code: bool = False) -> Any:
+    """Run `work` in a thread under an operation tag. Ctrl-C (or the deadline) returns at once:
+    the tag is interrupted in the background (never interruptAll, which stops streams; never a
+    call that waits on a query, which stops that query: interrupt=False) and a call that still
+    does not end is abandoned."""
+    tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
+    session = ctx.session_or_none()
+    ctx.cancelled = threading.Event()
+    user_call = pyspark_habits.UserCall(ctx, ctx.cancelled) if user_code else None
+
+    def tagged() -> Any:
+        with pyspark_habits.running_user_code(user_call) if user_call else contextlib.nullcontext():
+            if session is None:
+                return work()
+            if user_call:
+                session.activate()  # getActiveSession() in the user's code finds it
+            with session.operation(tag):
+                return work()
+
+    def give_up() -> bool:
+        ctx.cancelled.set()
+        if user_call is not None and user_call.waiting_on:
+            return False  # interrupting a wait on a query would stop the query: the wait ends by itself
+        if interrupt and session is not None:  # over a frozen network this itself may hang: not here
+            threading.Thread(target=session.cancel, args=(tag,), daemon=True).start()
+        return not call.wait(CANCEL_WAIT)
+
+    call: Call[Any] = Call(tagged, "sparkscope-command")
+    started = time.monotonic()
+    ends = started + deadline if deadline else None
+    told = not ctx.interactive
+    try:
+        while not call.wait(0.05):
+            if not told and time.monotonic() - started > SLOW_NOTICE:
+                told = True  # say once that Ctrl-C is safe, like psql's cancel hint
+                ctx.err.write(STILL_RUNNING + "\n")
+                ctx.err.flush()
+            if ends is not None and time.monotonic() > ends:
+                give_up()
+                raise DeadlineExceeded(f"The command got no answer within {deadline:g} s, so it was abandoned",
+                                       "The server or network may be stuck; streaming queries keep running. "
+                                       "[repl] command_timeout in config.toml sets the limit")
+    except KeyboardInterrupt:
+        waited_on = user_call.waiting_on if user_call is not None else None
+        still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
+        raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on) from None
+    return call.result()

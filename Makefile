@@ -61,6 +61,7 @@ soak: $(BENCHSTAMP)
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check sparkscope tests benchmarks examples
 	$(BIN)/mypy
+	$(BIN)/python -m pytest tests/unit/test_house.py tests/unit/test_layering.py -q
 
 server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop

@@ -82,6 +82,11 @@ class Catalog:
         self.path = path or state_dir() / FILE_NAME
         self._lock = threading.Lock()
 
+    @classmethod
+    def in_home(cls, home: Path | None) -> Catalog:
+        """The catalog of the server whose state dir is `home` (None: the default state dir)."""
+        return cls(Path(home) / FILE_NAME if home else None)
+
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         """One connection per use, one transaction: committed when the block ends, else rolled back. A file

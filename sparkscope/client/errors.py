@@ -227,29 +227,23 @@ def _hint_for(error_class: str) -> tuple[str | None, str]:
     return _CLASS_HINTS.get(error_class.split(".")[0], (None, ""))
 
 
-def translate(exc: BaseException) -> SparkscopeError:
-    """Turn any exception raised by pyspark or gRPC into a SparkscopeError (idempotent)."""
-    if isinstance(exc, SparkscopeError):
-        return exc
-    name = type(exc).__name__
-    text = str(exc) or name
-    error_class = None
+def _error_class(exc: BaseException, text: str) -> str | None:
+    """Spark's error class (condition) of a pyspark exception, or the one its text names."""
     getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
     if callable(getter):
         try:
-            error_class = getter()
+            found = getter()
         except Exception:  # pragma: no cover - defensive, older pyspark
-            error_class = None
-    if not error_class:
-        match = _ERROR_CLASS.search(text)
-        error_class = match.group(1) if match else None
-    first = _first_line(text)
-    lowered = text.lower()
+            found = None
+        if found:
+            return str(found)
+    match = _ERROR_CLASS.search(text)
+    return match.group(1) if match else None
 
-    oom = _OOM.search(text)
-    if oom:
-        what = (oom.group(1) or "Java heap space").strip().rstrip(".")
-        return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
+
+def _connection_error(text: str, error_class: str | None, name: str) -> SparkscopeError | None:
+    """The error when the connection itself failed: a token refused, a server out of reach, a session gone."""
+    lowered = text.lower()
     if "UNAUTHENTICATED" in text or "authenticat" in lowered and "token" in lowered:
         return AuthenticationFailed(
             "The server rejected the connection: authentication failed",
@@ -273,6 +267,26 @@ def translate(exc: BaseException) -> SparkscopeError:
             "Connect again without session_id to start a new session",
             error_class, code="session_closed",
         )
+    return None
+
+
+def translate(exc: BaseException) -> SparkscopeError:
+    """Turn any exception raised by pyspark or gRPC into a SparkscopeError (idempotent)."""
+    if isinstance(exc, SparkscopeError):
+        return exc
+    name = type(exc).__name__
+    text = str(exc) or name
+    error_class = _error_class(exc, text)
+    first = _first_line(text)
+    lowered = text.lower()
+
+    oom = _OOM.search(text)
+    if oom:
+        what = (oom.group(1) or "Java heap space").strip().rstrip(".")
+        return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
+    connection = _connection_error(text, error_class, name)
+    if connection is not None:
+        return connection
     if error_class == "NO_ACTIVE_SESSION":
         return ConfigError(
             "This DataFrame belongs to a session that was closed",

@@ -107,8 +107,8 @@ class Session(QueryStarting):
     """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
-                 keepalive: float = KEEPALIVE_SECONDS):
-        super().__init__(spark, target, server_version)
+                 keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None):
+        super().__init__(spark, target, server_version, server_home)
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -126,8 +126,7 @@ class Session(QueryStarting):
         with translated():
             spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
         spark.client.set_retry_policies(retry_policies())
-        session = cls(spark, target.with_session(session_id(spark)), version, keepalive)
-        session.server_home = server_home
+        session = cls(spark, target.with_session(session_id(spark)), version, keepalive, server_home)
         try:
             if target.session_id and not session._known_to_server():
                 session.close(stop_queries=True)  # the server made a new, empty session: release it
@@ -149,13 +148,14 @@ class Session(QueryStarting):
         return session
 
     @classmethod
-    def reattach(cls, target: Target, *, timeout: float = 5.0) -> Session:
+    def reattach(cls, target: Target, *, timeout: float = 5.0, server_home: Path | None = None) -> Session:
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
         server = target.with_session(None)
-        for known in Catalog().last_sessions(server.display):
+        for known in Catalog.in_home(server_home).last_sessions(server.display):
             try:
-                session = cls.open(server.with_session(known), timeout=timeout, activate=False)
+                session = cls.open(server.with_session(known), timeout=timeout, activate=False,
+                                   server_home=server_home)
             except ConnectionFailed as exc:
                 if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
                     raise

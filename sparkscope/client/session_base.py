@@ -26,7 +26,7 @@ SESSION_MARKER = "sparkscope.session.opened"
 class SessionBase:
     """What every layer of a Session holds. `spark` is the real pyspark SparkSession."""
 
-    def __init__(self, spark: SparkSession, target: Target, server_version: str):
+    def __init__(self, spark: SparkSession, target: Target, server_version: str, server_home: Path | None = None):
         from .sources import Sources
 
         self.spark = spark
@@ -40,10 +40,10 @@ class SessionBase:
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
         self._monitor: Monitor | None = None
-        self.catalog = Catalog()
+        self.catalog = Catalog.in_home(server_home)
         self._batch_recorded: dict[str, float] = {}
         self._stop_explaining: Callable[[], None] = lambda: None
-        self.server_home: Path | None = None  # the state dir of the embedded server it talks to
+        self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
 
     def activate(self) -> None:
         """Make this the session pyspark's getActiveSession() returns in the calling thread (and the

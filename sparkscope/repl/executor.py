@@ -21,7 +21,7 @@ from .leaving import Leave, leave
 from .python_input import describe, from_pyspark, mentions_session, user_traceback
 from .registry import Runs, UsageError
 from .session_holder import SessionHolder
-from .render import error_json, error_line, render, to_json, value_json
+from .render import error_json, error_line, show, value_json
 from .terminal import page
 from .worker import CANCELLED, cancel_notice, command_timeout, run_in_worker
 
@@ -156,12 +156,10 @@ class Executor(SessionHolder):
             self._session_future.result()
 
     def emit(self, name: str, result: Any) -> None:
-        if self.fmt == "json":
-            self.out.write(to_json(name, result) + "\n")
-        else:
-            text = render(result, self.format_override or self.fmt)
-            if text and not (self.interactive and page(text)):
-                self.out.write(text + "\n")
+        json = self.fmt == "json"
+        text = show(name, result, self.fmt if json else self.format_override or self.fmt)
+        if text and not (not json and self.interactive and page(text)):
+            self.out.write(text + "\n")
         self.out.flush()
 
     def _report(self, exc: BaseException) -> None:

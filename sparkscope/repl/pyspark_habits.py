@@ -1,7 +1,7 @@
 """Code written for pyspark runs as written in the REPL, `-c`, `-f` and `-i`.
 
 What pyspark code does that a Connect client in a REPL must answer differently, decided here and
-nowhere else (client/_pyspark.py only wraps the methods):
+nowhere else (client/_pyspark/ only wraps the methods):
 
 - `SparkSession.builder…getOrCreate()` returns the REPL's session. Runtime SQL confs given to the
   builder are set on it; appName, master and static confs are not, and one line says so, once.

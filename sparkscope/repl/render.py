@@ -166,6 +166,11 @@ def to_json(command: str, result: Result) -> str:
     return json.dumps(payload, default=str)
 
 
+def show(command: str, result: Result, fmt: str = "table") -> str:
+    """A command's result as it is printed: one JSON object with --format json, else rendered."""
+    return to_json(command, result) if fmt == "json" else render(result, fmt)
+
+
 def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
     if result is None:
         return ""
@@ -232,6 +237,13 @@ def size(count: int) -> str:
         if count >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{count} B"
+
+
+def uptime(seconds: float) -> str:
+    """A running time to the second: 4m 05s, 2h 03m 09s."""
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
 
 
 def age(seconds: float) -> str:

@@ -24,7 +24,8 @@ from pygments.token import Keyword, Name, Operator, String, Text
 from ..client.paths import private_file, state_dir
 from ..client.remote import redact
 from .command_list import REGISTRY
-from .registry import UsageError, command_candidates, split_args
+from .completion import command_candidates
+from .registry import UsageError, split_args
 from .settings import repl_setting
 from .executor import Executor
 from .statements import enter_submits, indent_for

@@ -232,7 +232,8 @@ def _commands():
 
 
 def test_every_option_of_every_command_completes():
-    from sparkscope.repl.registry import Kind, command_candidates
+    from sparkscope.repl.completion import command_candidates
+    from sparkscope.repl.registry import Kind
 
     registry, declared = _commands()
     for cmd in declared:
@@ -255,7 +256,7 @@ def test_usage_is_generated_from_what_the_parser_accepts():
 
 
 def test_arguments_complete_what_the_registry_declares():
-    from sparkscope.repl.registry import command_candidates
+    from sparkscope.repl.completion import command_candidates
 
     registry, _ = _commands()
 
@@ -463,7 +464,7 @@ def test_a_query_name_in_use_says_which_and_what_to_do():
 
 
 def test_what_follows_a_script_is_the_scripts_own_argv():
-    from sparkscope.repl.cli import split_script_args
+    from sparkscope.repl.cli_args import split_script_args
 
     assert split_script_args(["-f", "job.py", "localhost", "9999"]) == (["-f", "job.py"], ["localhost", "9999"])
     assert split_script_args(["--remote", "sc://h:1", "job.py", "-f", "x"]) == (

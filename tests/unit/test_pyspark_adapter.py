@@ -1,4 +1,4 @@
-"""Fails loudly when a pyspark upgrade removes an internal that client/_pyspark.py relies on."""
+"""Fails loudly when a pyspark upgrade removes an internal that client/_pyspark/ relies on."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_each_internal_the_adapter_uses_still_exists(where, attribute):
     import pyspark
 
     assert defined, (f"pyspark {pyspark.__version__} has no {where}.{attribute}; sparkscope was checked against "
-                     f"{_pyspark.CHECKED_AGAINST}. Update sparkscope/client/_pyspark.py.")
+                     f"{_pyspark.CHECKED_AGAINST}. Update sparkscope/client/_pyspark/.")
 
 
 def test_the_public_names_the_adapter_relies_on_exist():

@@ -1,4 +1,5 @@
-"""The one place sparkscope reaches into pyspark's Connect client beyond its public API.
+"""The one place sparkscope reaches into pyspark's Connect client beyond its public API (this package: the
+wrappers for pyspark code run in the REPL are in hooks.py).
 
 Each function names the pyspark internal it uses and the version it was checked against.
 tests/unit/test_pyspark_adapter.py fails loudly when an upgrade removes one of them, and
@@ -9,6 +10,12 @@ from __future__ import annotations
 
 import threading
 from typing import Any
+
+from .hooks import (WriterSettings, builder_options, connect_builder_create, connect_start_method, intercept,
+                    pyspark_classes)
+
+__all__ = ["WriterSettings", "builder_options", "connect_builder_create", "connect_start_method", "intercept",
+           "pyspark_classes"]
 
 CHECKED_AGAINST = "4.3.0"
 
@@ -249,115 +256,3 @@ def plan_fields(data: bytes) -> list[tuple[str, str]]:
             items = value if repeated else [value]
             stack.extend(item for item in items if isinstance(item, Message))
     return found
-
-
-# -- code written for pyspark, run in the REPL: the methods it calls, wrapped ---------------------
-# The REPL (repl/pyspark_habits.py) decides what the wrappers do; only the calls its own user code
-# makes are affected, and sparkscope.connect() users keep pyspark's behaviour.
-def intercept(owner: type, name: str, around: Any) -> None:
-    """Replace `owner.name` by a function calling `around(original, self, *args, **kwargs)`. Installing
-    again replaces the previous wrapper (never wraps a wrapper)."""
-    import functools
-
-    original = getattr(owner, name)
-    original = getattr(original, "__sparkscope_original__", original)
-
-    @functools.wraps(original)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return around(original, self, *args, **kwargs)
-
-    wrapper.__sparkscope_original__ = original  # type: ignore[attr-defined]
-    setattr(owner, name, wrapper)
-
-
-def pyspark_classes() -> dict[str, type]:
-    """The classes whose methods the REPL wraps (public classes of pyspark 4.3.0): the classic and the
-    Connect session builders, the Connect session, query, query manager and stream writer."""
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-    from pyspark.sql.connect.streaming.query import StreamingQuery, StreamingQueryManager
-    from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
-    from pyspark.sql.session import SparkSession as ClassicSession
-
-    return {"ClassicBuilder": ClassicSession.Builder, "ConnectBuilder": ConnectSession.Builder,
-            "ConnectSession": ConnectSession, "StreamingQuery": StreamingQuery,
-            "StreamingQueryManager": StreamingQueryManager, "DataStreamWriter": DataStreamWriter}
-
-
-def builder_options(builder: Any) -> dict[str, str]:
-    """SparkSession.Builder._options (private, 4.3.0; both builders): what .config/.appName/.master set."""
-    return {str(k): str(v) for k, v in dict(getattr(builder, "_options", {}) or {}).items()}
-
-
-def connect_builder_create(options: dict[str, str]) -> Any:
-    """A new Connect session from builder options that name their own spark.remote (public API)."""
-    from pyspark.sql.connect.session import SparkSession
-
-    return SparkSession.builder.config(map=dict[str, Any](options)).create()
-
-
-def connect_start_method() -> tuple[type, str]:
-    """DataStreamWriter._start_internal (private, 4.3.0): the one method start() and toTable() call."""
-    from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
-
-    return DataStreamWriter, "_start_internal"
-
-
-class WriterSettings:
-    """What a Connect DataStreamWriter will start (DataStreamWriter._write_proto, a public
-    WriteStreamOperationStart message; _write_stream and _session, private, 4.3.0)."""
-
-    def __init__(self, writer: Any):
-        self._writer = writer
-        self._proto = writer._write_proto
-
-    @property
-    def format(self) -> str:
-        return str(self._proto.format)
-
-    @format.setter
-    def format(self, value: str) -> None:
-        self._proto.format = value
-
-    @property
-    def query_name(self) -> str:
-        return str(self._proto.query_name)
-
-    @query_name.setter
-    def query_name(self, value: str) -> None:
-        self._proto.query_name = value
-
-    @property
-    def output_mode(self) -> str:
-        return str(self._proto.output_mode)
-
-    @property
-    def options(self) -> Any:
-        return self._proto.options  # a mutable map of str to str
-
-    @property
-    def trigger(self) -> str | None:
-        """The trigger as sparkscope writes it (10 seconds, once, availableNow, continuous:1s), or None."""
-        proto = self._proto
-        if proto.processing_time_interval:
-            return str(proto.processing_time_interval)
-        if proto.once:
-            return "once"
-        if proto.available_now:
-            return "availableNow"
-        if proto.continuous_checkpoint_interval:
-            return f"continuous:{proto.continuous_checkpoint_interval}"
-        return None
-
-    @property
-    def has_foreach(self) -> bool:
-        return self._proto.HasField("foreach_batch") or self._proto.HasField("foreach_writer")
-
-    @property
-    def session(self) -> Any:
-        return self._writer._session
-
-    def dataframe(self) -> Any:
-        """The streaming DataFrame this writer writes (DataFrame(plan, session), public constructor)."""
-        from pyspark.sql.connect.dataframe import DataFrame
-
-        return DataFrame(self._writer._write_stream._child, self._writer._session)

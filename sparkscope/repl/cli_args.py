@@ -1,0 +1,169 @@
+"""The `sparkscope` command line: its options, the `server` and `checkpoints` subcommands, and where a script's
+own arguments begin."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  sparkscope                                   REPL on the embedded local server (started if needed)
+  sparkscope --remote sc://spark.example:15002 REPL on a remote Spark Connect server
+  sparkscope -c 'ticks = ss.source.rate(10); :start ticks; :queries'
+                                               run Python and commands, then exit
+  sparkscope -f pipeline.sps --format json     run a script, one JSON object per command
+  sparkscope --session-id <uuid>               reattach to a session left running
+  sparkscope server start|stop|status|logs     manage the embedded local server
+
+connection precedence: --remote > SPARK_REMOTE > --profile / SPARKSCOPE_PROFILE > embedded local server.
+tokens: ;token=… in the URL or SPARK_CONNECT_AUTHENTICATE_TOKEN (never on the command line in shared
+machines: process arguments are visible to other users).
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad flags get one line, like every other error, instead of a usage block."""
+
+    def error(self, message: str):
+        from ..client.secrets import redact
+
+        self.exit(2, f"error: {redact(message)}. Run '{self.prog} --help' for usage.\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sparkscope", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A terminal REPL and SDK for Spark Structured Streaming over Spark Connect.",
+        epilog=EXAMPLES)
+    parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
+    parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
+    parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
+    parser.add_argument("--reattach", action="store_true",
+                        help="rejoin your most recent session on the server whose queries still run")
+    parser.add_argument("--port", type=_port, metavar="N",
+                        help="port of the embedded local server (default 15002, or the next free one)")
+    parser.add_argument("-c", dest="commands", metavar="TEXT", action="append",
+                        help="run these commands/Python lines (';' or newline separated) and exit; repeatable, "
+                             "like psql's -c, each in order")
+    parser.add_argument("-f", dest="file", metavar="FILE",
+                        help="run a script of commands and Python, then exit; what follows FILE is the script's "
+                             "sys.argv[1:] (sparkscope FILE.py ARGS… works too)")
+    parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
+    parser.add_argument("--format", choices=("table", "json", "vertical"), default="table",
+                        help="how command results are printed (default: table)")
+    parser.add_argument("--no-color", action="store_true", help="no colours or highlighting")
+    parser.add_argument("--detach", action="store_true",
+                        help="on exit leave running queries on the server (default for -c/-f: stop them)")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="subcommand", metavar="{server,checkpoints}")
+    checkpoints = sub.add_parser("checkpoints", help="list the embedded server's checkpoints; prune old ones",
+                                 description="List the embedded server's checkpoints with size, age and the "
+                                             "query each belongs to; 'prune --older-than 7d' deletes those no "
+                                             "restartable query needs.")
+    checkpoints.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
+    checkpoints.add_argument("--older-than", metavar="AGE", default=None, help="with prune: 30m, 12h, 7d, 2w")
+    _server_parser(sub)
+    return parser
+
+
+def _server_parser(sub: Any) -> None:
+    server = sub.add_parser("server", help="manage the embedded local Spark Connect server",
+                            description="Manage the embedded local Spark Connect server (a JVM started from "
+                                        "the pip-installed pyspark). Its pid, port and log live in "
+                                        "$XDG_STATE_HOME/sparkscope/.")
+    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,logs,token}", required=True)
+    # `server status --format json` as well as `--format json server status`
+    formats = _Parser(add_help=False)
+    formats.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS,
+                         help="how the result is printed (default: table)")
+    start = actions.add_parser("start", help="start the server, or reuse the running one", parents=[formats])
+    start.add_argument("--port", type=_port, default=None, help="gRPC port (default 15002)")
+    start.add_argument("--master", default="local[*]", help="local[*] (default) or spark://host:7077")
+    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="extra Spark configuration; repeatable")
+    start.add_argument("--timeout", type=_seconds, default=180.0,
+                       help="seconds to wait for the server (default 180)")
+    start.add_argument("--restore", action="store_true",
+                       help="then restart, from their checkpoints, the catalogued queries that were running on it")
+    start.add_argument("--no-token", action="store_true",
+                       help="let any local user connect without a token (not recommended)")
+    start.add_argument("--driver-memory", default=None, metavar="SIZE",
+                       help="the server's driver heap, e.g. 4g (default: a quarter of this machine's RAM, "
+                            "from 1g to 8g)")
+    start.add_argument("--ui", action="store_true",
+                       help="turn on the Spark UI (off by default: every user of this machine could read it)")
+    start.add_argument("--workers", type=_workers, default=0, metavar="N",
+                       help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
+                            "classes, everything on 127.0.0.1), instead of local mode")
+    start.add_argument("--worker-cores", type=_workers, default=None, metavar="N",
+                       help="cores per worker (default: this machine's cores shared among the workers)")
+    start.add_argument("--worker-memory", default="2g", metavar="SIZE",
+                       help="memory per worker for its executor (default 2g)")
+    stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started", parents=[formats])
+    stop.add_argument("--grace", type=_seconds, default=20.0, help="seconds before SIGKILL (default 20)")
+    actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path", parents=[formats])
+    actions.add_parser("token", help="print the server's token, for a plain pyspark client (stdout only)",
+                       parents=[formats])
+    actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
+    logs = actions.add_parser("logs", help="print the server log")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
+
+
+# options of ours that take a value: a value is never the script
+_VALUED = {"--remote", "--profile", "--session-id", "--port", "-c", "-i", "--format"}
+
+
+def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """sparkscope's own arguments, and the script's: everything after `-f FILE` (or after `FILE.py`,
+    which means `-f FILE.py`) belongs to the script, as with `python FILE ARGS…`."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("server", "checkpoints", "--"):
+            break
+        if arg == "-f" and index + 1 < len(argv):
+            return argv[: index + 2], argv[index + 2:]
+        if arg.startswith("-f") and not arg.startswith("--") and len(arg) > 2:
+            return argv[: index + 1], argv[index + 1:]
+        if arg in _VALUED:
+            index += 2
+            continue
+        if not arg.startswith("-") and arg.endswith(".py"):
+            return [*argv[:index], "-f", arg], argv[index + 1:]
+        index += 1
+    return argv, []
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 16:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number from 1 to 16")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port: use a number from 1 to 65535")
+    return port
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds: use a positive number, e.g. 30")
+    return value

@@ -8,7 +8,6 @@ checks and closes it.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from dataclasses import replace
@@ -16,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._pyspark import keep_session_on_close, make_active, session_builder, session_id
+from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings,
+                       session_builder, session_id)
 from .catalog import Catalog
 from .deadline import within
 from .logs import log, swallowed
@@ -121,10 +121,13 @@ class Session(QueryStarting):
         """Open (or, with target.session_id, rejoin) a session. `activate`: make it the session pyspark's
         own helpers use (DDL parsing); off for sessions only looked into."""
         version = probe(target, timeout=timeout)
-        # pyspark.sql.functions dispatches to the Connect implementation only when this is set.
-        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        with translated():
-            spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
+        hold_process_settings()  # released when it closes
+        try:
+            with translated():
+                spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
+        except BaseException:
+            release_process_settings()
+            raise
         spark.client.set_retry_policies(retry_policies())
         session = cls(spark, target.with_session(session_id(spark)), version, keepalive, server_home)
         try:
@@ -144,6 +147,9 @@ class Session(QueryStarting):
                 session._stop_explaining = explain_unreachable(LocalServer(server_home).out_of_memory_exit)
         except BaseException:
             session._stop_keepalive.set()
+            if not session._closed:  # never handed out: what it holds of the process goes back
+                session._closed = True
+                release_process_settings()
             raise
         return session
 
@@ -242,6 +248,7 @@ class Session(QueryStarting):
             return
         self._closed = True
         self._stop_keepalive.set()
+        release_process_settings()
         self._stop_explaining()
         deadline = time.monotonic() + CLOSE_DEADLINE
         answered = self._monitor.close(timeout=CLOSE_DEADLINE / 2) if self._monitor is not None else True

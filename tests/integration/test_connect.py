@@ -69,3 +69,31 @@ def test_session_ids_are_distinct_and_reattach_keeps_queries(remote_url):
         assert third.queries() == []
     finally:
         third.close()
+
+
+def test_connect_leaves_the_process_as_it_found_it(remote_url, tmp_path):
+    """A program that uses sparkscope.connect() keeps its own environment and pyspark settings: what a session
+    needs (SPARK_CONNECT_MODE_ENABLED, pyspark's gc switch off) is undone when the last session closes."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "library_user.py"
+    script.write_text(
+        "import os, sys\n"
+        "import sparkscope\n"
+        "from pyspark.sql.connect.client import core\n"
+        "from pyspark.sql import functions as F\n"
+        "gc_before = core.disable_gc\n"
+        "ss = sparkscope.connect(sys.argv[1])\n"
+        "inner = sparkscope.connect(sys.argv[1])\n"
+        "print('open', os.environ.get('SPARK_CONNECT_MODE_ENABLED'), core.disable_gc is gc_before)\n"
+        "print('column', ss.spark.range(3).select(F.sum('id')).collect()[0][0])\n"
+        "inner.close()\n"
+        "print('one closed', os.environ.get('SPARK_CONNECT_MODE_ENABLED'))\n"
+        "ss.close()\n"
+        "print('closed', os.environ.get('SPARK_CONNECT_MODE_ENABLED'), core.disable_gc is gc_before)\n")
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_MODE_ENABLED"}
+    done = subprocess.run([sys.executable, str(script), remote_url], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["open 1 False", "column 3", "one closed 1", "closed None True"]

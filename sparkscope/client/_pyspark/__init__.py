@@ -8,6 +8,8 @@ tests/unit/test_layering.py fails when any other module touches a private pyspar
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from typing import Any
 
@@ -76,7 +78,6 @@ def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
     from pyspark.sql.connect.client.core import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
-    keep_garbage_collection()
     if root_certificates is None:
         return SparkSession.builder.remote(url)
 
@@ -94,6 +95,44 @@ def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
     return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
 
 
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
+_held = 0
+_saved: dict[str, Any] = {}
+_held_lock = threading.Lock()
+
+
+def hold_process_settings() -> None:
+    """What a Connect session of ours needs of the process, until release_process_settings() is called as
+    often: SPARK_CONNECT_MODE_ENABLED set (pyspark.sql.functions dispatches to the Connect functions only
+    then) and pyspark's garbage-collection switch off (keep_garbage_collection). After the last release both
+    are as they were, so a program that uses sparkscope.connect() keeps its own process."""
+    global _held
+    from pyspark.sql.connect.client import core, reattach
+
+    with _held_lock:
+        if _held == 0:
+            _saved.update(env=os.environ.get(CONNECT_MODE), gc=(core.disable_gc, reattach.disable_gc))
+            os.environ[CONNECT_MODE] = "1"
+            keep_garbage_collection()
+        _held += 1
+
+
+def release_process_settings() -> None:
+    global _held
+    from pyspark.sql.connect.client import core, reattach
+
+    with _held_lock:
+        if _held == 0:
+            return
+        _held -= 1
+        if _held == 0:
+            if _saved["env"] is None:
+                os.environ.pop(CONNECT_MODE, None)
+            else:
+                os.environ[CONNECT_MODE] = _saved["env"]
+            core.disable_gc, reattach.disable_gc = _saved["gc"]
+
+
 def keep_garbage_collection() -> None:
     """pyspark.util.disable_gc, as imported by pyspark.sql.connect.client.core and .reattach (4.3.0),
     becomes a no-op. pyspark switches the process's garbage collector off around every RPC that
@@ -102,8 +141,6 @@ def keep_garbage_collection() -> None:
     :watch) a call that began while another had it off never switches it back on, and an event stream
     that waits for hours keeps it off for hours. Every reference cycle then lives forever: a REPL with
     :watch open grew by 60 MB a minute. Collection is left to Python, as everywhere else."""
-    import contextlib
-
     from pyspark.sql.connect.client import core, reattach
 
     core.disable_gc = reattach.disable_gc = contextlib.nullcontext  # type: ignore[assignment]

@@ -23,10 +23,16 @@ def wait_for(predicate, timeout: float = 30.0, every: float = 0.1, what: str = "
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
-def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180):
-    """The real `sparkscope` command, as a subprocess; its CompletedProcess (text)."""
+def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180, home=None, stdin: str | None = None,
+                   drop: tuple[str, ...] = ()):
+    """The real `sparkscope` command, as a subprocess; its CompletedProcess (text). It never inherits a token
+    from the environment (pass one in `env`); `home` is its XDG_STATE_HOME; `drop` leaves out more variables."""
     import os
     import subprocess
 
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    full = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_AUTHENTICATE_TOKEN", *drop)}
+    if home is not None:
+        full["XDG_STATE_HOME"] = str(home)
+    full.update(env or {})
+    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=full,
+                          input=stdin)

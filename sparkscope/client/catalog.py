@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CatalogError
+from .errors import CatalogError, QueryNotFound
 from .logs import log
 from .paths import state_dir
 
@@ -185,6 +185,15 @@ class Catalog:
     def get(self, server: str, name: str) -> Record | None:
         rows = self._select("WHERE server=? AND name=?", (server, name))
         return rows[0] if rows else None
+
+    def require(self, server: str, name: str) -> Record:
+        """The record of `name`, or QueryNotFound saying what the catalog holds."""
+        record = self.get(server, name)
+        if record is None:
+            raise QueryNotFound(f"No query named '{name}' in the catalog of {server}",
+                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
+                                data={"name": name})
+        return record
 
     def records(self, server: str | None = None) -> list[Record]:
         if server is None:

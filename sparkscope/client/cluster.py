@@ -22,6 +22,7 @@ from .errors import ServerError
 from .logs import swallowed
 from .paths import private_dir, write_private
 from .processes import child_exited, is_ours, kill, usable_port
+from .server_sizing import check_workers
 from .spark_install import pyspark_home
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -124,8 +125,7 @@ def default_worker_cores(workers: int) -> int:
 def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, env: dict[str, str],
                   timeout: float, on_wait: Callable[[float, str], None] | None = None) -> Cluster:
     """Start a master and `workers` workers, and wait until every worker has registered."""
-    if not 1 <= workers <= 16:
-        raise ServerError(f"{workers} workers is not a cluster this machine can run", "Use --workers 1 to 16")
+    check_workers(workers)
     cores = cores or default_worker_cores(workers)
     folder = private_dir(home / "cluster")
     spark_class = str(pyspark_home() / "bin" / "spark-class")

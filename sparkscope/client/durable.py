@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from ._pyspark import plan_bytes, plan_fields
 from .catalog import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
-from .errors import ConfigError, QueryNotFound, UnsupportedOperation, call
+from .errors import ConfigError, UnsupportedOperation, call
 from .logs import log, swallowed
 from .query import Query
 from .remote import Target
@@ -52,11 +52,7 @@ def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | No
 
 def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = False) -> Record:
     """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
-    record = session.catalog.get(session.url, name)
-    if record is None:
-        raise QueryNotFound(f"No query named '{name}' in the catalog of {session.url}",
-                            "See what it holds with ss.catalog_records()", code="not_in_catalog",
-                            data={"name": name})
+    record = session.catalog.require(session.url, name)
     if any(q.name == name for q in session.running()):
         raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
                           code="query_running", data={"name": name})

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from ._pyspark import connect_service
+from .credentials import channel_credentials
 from .errors import AuthenticationFailed, ConnectionFailed
 from .remote import Target
 
@@ -34,12 +35,7 @@ def _channel(target: Target) -> Any:
     endpoint = f"{target.host}:{target.port}"
     if not target.use_ssl and not target.token:
         return grpc.insecure_channel(endpoint)
-    # without a ca_file, ssl_channel_credentials() trusts GRPC_DEFAULT_SSL_ROOTS_FILE_PATH when set, as
-    # pyspark's channel does
-    creds = (grpc.local_channel_credentials() if target.token_in_clear
-             else grpc.ssl_channel_credentials(root_certificates=target.root_certificates()))
-    if target.token:
-        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(target.token))
+    creds = channel_credentials(target.token, target.root_certificates(), local=target.token_in_clear)
     return grpc.secure_channel(endpoint, creds)
 
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink, durable
 from ._pyspark import dataframe_from_plan, explain_string
-from .catalog import ACTIVE, Record
-from .errors import CatalogError, ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
+from .catalog import ACTIVE, LOST, Record
+from .errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from .logs import log, swallowed
 from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
                        memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
 from .query import Query
-from .sink_reading import SinkReading
+from .sink_reading import SinkReading, is_dataframe
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -43,7 +43,7 @@ class QueryStarting(SinkReading):
         if sink is not None:
             check_sink(sink)
         parsed_trigger = parse_trigger(trigger)
-        if not hasattr(df, "writeStream"):
+        if not is_dataframe(df):
             raise ConfigError(f"{type(df).__name__} is not a DataFrame", "Pass a streaming DataFrame")
         existing = self._find_active_by_name(name)
         if existing is not None:
@@ -208,11 +208,7 @@ class QueryStarting(SinkReading):
     def restart(self, name: str, *, fresh: bool = False) -> Query:
         """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
         where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
-        record = self.catalog.get(self.url, name)
-        if record is None:
-            raise QueryNotFound(f"No query named '{name}' in the catalog of {self.url}",
-                                "See what it holds with ss.catalog_records()", code="not_in_catalog",
-                                data={"name": name})
+        record = self.catalog.require(self.url, name)
         running = self._find_active_by_name(name)
         if running is not None:
             raise ConfigError(f"{name} is already running (id {running.id[:8]})", "Nothing was changed",
@@ -232,3 +228,15 @@ class QueryStarting(SinkReading):
                             parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
                             path=record.path, table=record.table_name, options=record.options, plan=record.plan,
                             retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
+
+    def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
+        """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
+        marking those that are gone from it); each with its new Query, or the error that kept it back."""
+        self.lost_queries()
+        restarted: list[tuple[Record, Query | SparkscopeError]] = []
+        for record in [r for r in self.catalog.records(self.url) if r.state == LOST]:
+            try:
+                restarted.append((record, self.restart(record.name)))
+            except SparkscopeError as exc:
+                restarted.append((record, exc))
+        return restarted

@@ -14,7 +14,7 @@ from .paths import server_config_dir
 from .processes import next_free_port, usable
 from .remote import DEFAULT_PORT, TOKEN_ENV
 from .server_info import SERVER_CLASS
-from .server_sizing import local_master
+from .server_sizing import check_port, local_master
 from .spark_install import connect_jar, pyspark_home
 
 TOKEN_CONF = "spark.connect.authenticate.token"
@@ -75,8 +75,7 @@ def free_port(port: int | None) -> int:
         if port != DEFAULT_PORT:
             logger.warning("Port %d is taken by another program or server; the embedded server uses "
                            "port %d (sparkscope --port N picks one)", DEFAULT_PORT, port)
-    if not 0 < port < 65536:
-        raise ServerError(f"{port} is not a port", "Use a number from 1 to 65535")
+    check_port(port)
     if not usable(port):
         raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
     return port

@@ -49,3 +49,29 @@ def check_memory(text: str) -> str:
     if not re.fullmatch(r"[1-9]\d*[kKmMgGtT]", text.strip()):
         raise ServerError(f"'{text}' is not a memory size", "Write a number and a unit, e.g. 4g or 512m")
     return text.strip().lower()
+
+
+MAX_WORKERS = 16
+
+
+def check_port(port: object) -> int:
+    """A TCP port number, or a ServerError saying which numbers are."""
+    try:
+        number = int(str(port))
+    except ValueError:
+        number = -1
+    if not 0 < number < 65536:
+        raise ServerError(f"'{port}' is not a port", "Use a number from 1 to 65535")
+    return number
+
+
+def check_workers(workers: object) -> int:
+    """A number of workers (or of cores per worker) this machine can run, or a ServerError."""
+    try:
+        number = int(str(workers))
+    except ValueError:
+        number = 0
+    if not 1 <= number <= MAX_WORKERS:
+        raise ServerError(f"'{workers}' is not a number from 1 to {MAX_WORKERS}",
+                          f"Use --workers 1 to {MAX_WORKERS}")
+    return number

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,12 @@ from .rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+
+def is_dataframe(value: Any) -> bool:
+    """Whether `value` is a Spark Connect DataFrame (False, without importing pyspark, before it is loaded)."""
+    module = sys.modules.get("pyspark.sql.connect.dataframe")
+    return module is not None and isinstance(value, module.DataFrame)
 
 
 class SinkReading(QueryTracking):
@@ -66,12 +73,7 @@ class SinkReading(QueryTracking):
                 df = df.orderBy(*[df[name].desc() if descending else df[name] for name, descending in keys])
             return fetch(df, int(n))
 
-    @staticmethod
-    def is_dataframe(value: Any) -> bool:
-        """Whether `value` is a Spark Connect DataFrame."""
-        from pyspark.sql.connect.dataframe import DataFrame
-
-        return isinstance(value, DataFrame)
+    is_dataframe = staticmethod(is_dataframe)
 
     def explain(self, df: DataFrame, extended: bool = False) -> str:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..client.errors import ServerError
+from ..client.server_sizing import check_port, check_workers
+
 EXAMPLES = """\
 examples:
   sparkscope                                   REPL on the embedded local server (started if needed)
@@ -139,22 +142,16 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def _workers(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 16:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number from 1 to 16")
-    return value
+        return check_workers(text)
+    except ServerError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _port(text: str) -> int:
     try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port: use a number from 1 to 65535")
-    return port
+        return check_port(text)
+    except ServerError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.message}: {exc.hint[:1].lower()}{exc.hint[1:]}") from None
 
 
 def _seconds(text: str) -> float:

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..client.errors import QueryNotFound, call, UnsupportedOperation
+from ..client.sink_reading import is_dataframe
 from ..client.progress import Progress, write_history
 from ..client.planning import MODES, SINKS
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command, flag, key_values, multi, valued
@@ -58,7 +59,7 @@ def start(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     else:
         raise UsageError(f"No DataFrame named '{name}'",
                          f"Define it first ({name} = spark.readStream…) or give an expression: :start {name} EXPR")
-    if not hasattr(df, "writeStream"):
+    if not is_dataframe(df):
         raise UnsupportedOperation(f"'{args[-1]}' is a {type(df).__name__}, not a streaming DataFrame",
                                    "Build one from spark.readStream or ss.source.*")
     sink = opts.text("sink")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..client.query import Query
 from .registry import Arg, Complete, Options, UsageError, command, flag, valued
 from .render import age, short_id, sink_text, size
 from .results import Message, Result, Table
@@ -60,11 +61,11 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if opts.flag("lost"):
         if args:
             raise UsageError("Give a query name or --lost, not both", f"Usage: {restart.usage}")
-        session.lost_queries()
-        names = [r.name for r in session.catalog.records(session.url) if r.state == "lost"]
-        if not names:
+        results = session.restart_lost()
+        if not results:
             return Message("No lost queries in the catalog.")
-        return [_restart_one(session, name, fresh=False) for name in names]
+        return [_restarted(record, outcome) if isinstance(outcome, Query) else
+                Message(f"error: could not restart {record.name}: {outcome}") for record, outcome in results]
     if not args:
         raise UsageError(":restart needs a query name, or --lost", f"Usage: {restart.usage}")
     name = args[0]
@@ -79,12 +80,17 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
 def _restart_one(session: Session, name: str, fresh: bool) -> Message:
     record = session.catalog.get(session.url, name)
-    query = session.restart(name, fresh=fresh)
+    return _restarted(record, session.restart(name, fresh=fresh))
+
+
+def _restarted(record: Record | None, query: Query) -> Message:
+    """What a restart says: whether it resumed from its checkpoint, after which batch, and where it writes."""
     resumed = record is not None and bool(record.checkpoint) and query.checkpoint == record.checkpoint
     last_batch = record.last_batch if record is not None else None
     where = (f"from its checkpoint (after batch {last_batch})" if resumed and last_batch is not None
              else "from its checkpoint" if resumed else "with a new checkpoint")
-    return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {sink_text(query.sink, query.keep)}, {query.mode} mode",
+    return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {sink_text(query.sink, query.keep)}, "
+                   f"{query.mode} mode",
                    {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": resumed})
 
 

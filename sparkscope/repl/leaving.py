@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..client.deadline import within
 from ..client.errors import SparkscopeError
 from ..client.logs import swallowed
-from .render import age
+from .render import age, size
 from .terminal import command_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,8 +68,7 @@ def _embedded_server_note(session: Any) -> str | None:
     if info is None:
         return None
     memory = info.memory_bytes
-    held = f", {memory / 2**30:.1f} GiB" if memory and memory >= 2**30 else \
-        (f", {memory / 2**20:.0f} MiB" if memory else "")
+    held = f", {size(memory)}" if memory else ""
     return (f"The embedded Spark Connect server keeps running (pid {info.pid}{held}); "
             f"stop it with: {command_name()} server stop")
 

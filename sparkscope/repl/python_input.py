@@ -6,11 +6,12 @@ import traceback
 from typing import Any
 
 from ..client.errors import translate
+from ..client.sink_reading import is_dataframe
 
 
 def describe(value: Any) -> str:
     """repr for the REPL; a DataFrame shows its schema and whether it streams, without running a job."""
-    if type(value).__name__ == "DataFrame" and hasattr(value, "isStreaming"):
+    if is_dataframe(value):
         try:
             fields = ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in value.schema.fields)
             kind = "streaming DataFrame" if value.isStreaming else "DataFrame"

@@ -84,15 +84,12 @@ def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
     from .terminal import command_name
 
     session = Session.open(info.target(None), keepalive=0)
-    restored, failed = [], []
     try:
-        for record in session.lost_queries():
-            try:
-                restored.append(session.restart(record.name).name)
-            except SparkscopeError as exc:
-                failed.append(f"{record.name}: {exc}")
+        results = session.restart_lost()
     finally:
         session.close(stop_queries=False)
+    restored = [outcome.name for _, outcome in results if not isinstance(outcome, SparkscopeError)]
+    failed = [f"{record.name}: {outcome}" for record, outcome in results if isinstance(outcome, SparkscopeError)]
     if restored:
         text = (f"Restored {', '.join(restored)} from their checkpoints in session {session.session_id}. "
                 f"Reattach with: {command_name()} --reattach")

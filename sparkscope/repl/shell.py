@@ -22,6 +22,7 @@ from pygments.lexers.python import PythonLexer
 from pygments.token import Keyword, Name, Operator, String, Text
 
 from ..client.paths import private_file, state_dir
+from ..client.sink_reading import is_dataframe
 from ..client.remote import redact
 from .command_list import REGISTRY
 from .completion import command_candidates
@@ -70,7 +71,7 @@ class ShellCompleter(Completer):
 
     def _dataframe_names(self) -> list[str]:
         return sorted(k for k, v in list(self.executor.namespace.items())
-                      if type(v).__name__ == "DataFrame" and not k.startswith("_"))
+                      if is_dataframe(v) and not k.startswith("_"))
 
     def get_completions(self, document, complete_event) -> Iterable[Completion]:
         text = document.text_before_cursor

@@ -9,7 +9,6 @@ beside it. Everything binds to 127.0.0.1.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from pyspark.sql import functions as F
 import sparkscope
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
-from tests.helpers import sparkscope_bin, wait_for
+from tests.helpers import run_sparkscope, wait_for
 from tests.other_user import gets_as_nobody, listening_ports, needs_root
 from tests.integration.test_seeds import (  # noqa: F401 - collected here, run against the cluster
     test_seed000_windowed_event_counts,
@@ -34,11 +33,6 @@ from tests.integration.test_seeds import (  # noqa: F401 - collected here, run a
 )
 
 
-def cli(*args: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "XDG_STATE_HOME": str(home)}
-    env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=env)
-
 
 @pytest.fixture(scope="module")
 def cluster_home(tmp_path_factory):
@@ -48,7 +42,7 @@ def cluster_home(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(cluster_home):
     """Started the way a user starts it; stopped by the last test (or here, if that one did not run)."""
-    out = cli("server", "start", "--workers", "2", "--worker-cores", "1", "--worker-memory", "1536m",
+    out = run_sparkscope("server", "start", "--workers", "2", "--worker-cores", "1", "--worker-memory", "1536m",
               "--port", str(free_port()), "--conf", "spark.sql.shuffle.partitions=2",
               "--conf", "spark.connect.session.manager.defaultSessionTimeout=5min", home=cluster_home)
     assert out.returncode == 0, out.stderr
@@ -67,7 +61,7 @@ def ss(server):
 
 
 def test_status_lists_the_master_and_each_workers_cores_and_memory(server, cluster_home):
-    out = cli("server", "status", home=cluster_home)
+    out = run_sparkscope("server", "status", home=cluster_home)
     assert out.returncode == 0, out.stderr
     fields = dict(line.split(None, 1) for line in out.stdout.strip().splitlines())
     assert fields["master"].startswith(f"{server.cluster.master_url} (pid {server.cluster.master.pid}, UI http://127.0.0.1:")
@@ -121,7 +115,7 @@ def test_python_udfs_run_on_the_workers_with_this_interpreter(ss):
 
 
 def test_leaving_queries_running_says_when_the_server_will_stop_them(server, cluster_home):
-    out = cli("--remote", f"sc://localhost:{server.port}", "--detach",
+    out = run_sparkscope("--remote", f"sc://localhost:{server.port}", "--detach",
               "-c", "df = spark.readStream.format('rate').load()", "-c", ":start df", home=cluster_home)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.strip().splitlines()
@@ -135,12 +129,12 @@ def test_server_stop_ends_every_process(server, cluster_home):
     pids = {server.pid, *(member.pid for member in server.cluster.members)}
     executors = _descendants([member.pid for member in server.cluster.workers])
     assert executors, "the workers have no executor processes"
-    out = cli("server", "stop", home=cluster_home)
+    out = run_sparkscope("server", "stop", home=cluster_home)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[1].startswith("Stopped its cluster: the master and 2 workers (pids ")
     alive = [pid for pid in pids | executors if _alive(pid)]
     assert alive == []
-    assert cli("server", "status", home=cluster_home).returncode == 3
+    assert run_sparkscope("server", "status", home=cluster_home).returncode == 3
 
 
 def _alive(pid: int) -> bool:

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
-from tests.helpers import sparkscope_bin
+from tests.helpers import run_sparkscope
 
-
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=180, input=stdin)
 
 
 def test_c_runs_python_and_commands_with_exact_table_output(remote_url):
-    result = run("--remote", remote_url, "-c", "x = 6 * 7; :sql select x from values (42) as t(x)")
+    result = run_sparkscope("--remote", remote_url, "-c", "x = 6 * 7; :sql select x from values (42) as t(x)")
     assert result.returncode == 0, result.stderr
     assert result.stdout == ("+----+\n"
                              "| x  |\n"
@@ -25,13 +21,13 @@ def test_c_runs_python_and_commands_with_exact_table_output(remote_url):
 
 
 def test_c_given_twice_runs_both_in_order(remote_url):
-    result = run("--remote", remote_url, "-c", "x = 6", "-c", "x * 7")
+    result = run_sparkscope("--remote", remote_url, "-c", "x = 6", "-c", "x * 7")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "42"
 
 
 def test_format_json_is_one_object_per_command(remote_url):
-    result = run("--remote", remote_url, "--format", "json", "-c",
+    result = run_sparkscope("--remote", remote_url, "--format", "json", "-c",
                  ":sql select 1 as a, 'x' as b; :conf spark.sql.shuffle.partitions")
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -50,7 +46,7 @@ def test_file_with_a_stream_start_sql_and_stop(remote_url, tmp_path):
         ":await evens --timeout 120\n"
         ":sql select sum(n) as total, count(*) as rows from evens\n"
         ":stop evens\n")
-    result = run("--remote", remote_url, "-f", str(script))
+    result = run_sparkscope("--remote", remote_url, "-f", str(script))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Started evens (id ") and lines[0].endswith(
@@ -60,7 +56,7 @@ def test_file_with_a_stream_start_sql_and_stop(remote_url, tmp_path):
 
 
 def test_a_failing_command_gives_exit_code_1_and_one_line(remote_url):
-    result = run("--remote", remote_url, "-c", ":peek nosuch; :sql select 1 as one")
+    result = run_sparkscope("--remote", remote_url, "-c", ":peek nosuch; :sql select 1 as one")
     assert result.returncode == 1
     assert result.stderr.strip() == ("error: No query or table named 'nosuch'. "
                                      "List them with :queries, or start one with :start.")
@@ -68,7 +64,7 @@ def test_a_failing_command_gives_exit_code_1_and_one_line(remote_url):
 
 
 def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
-    result = run("--remote", remote_url, "--format", "json", "-c", ":stop")
+    result = run_sparkscope("--remote", remote_url, "--format", "json", "-c", ":stop")
     assert result.returncode == 1
     assert result.stdout == ""
     assert json.loads(result.stderr) == {"error": ":stop needs a query name", "hint": "Usage: :stop [NAME] [--all]"}
@@ -77,7 +73,7 @@ def test_format_json_reports_errors_on_stderr_with_exit_code(remote_url):
 def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):
     script = tmp_path / "latin1.sps"
     script.write_bytes("x = 'caf\u00e9'\n".encode("latin-1"))
-    result = run("--remote", remote_url, "-f", str(script))
+    result = run_sparkscope("--remote", remote_url, "-f", str(script))
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {script} is not UTF-8 text (byte 8 cannot be decoded). Save the script as UTF-8."
 
@@ -98,14 +94,14 @@ def _documented_c_examples() -> list[str]:
 
 def test_every_documented_c_example_runs(remote_url):
     for text in _documented_c_examples():
-        result = run("--remote", remote_url, "-c", text)
+        result = run_sparkscope("--remote", remote_url, "-c", text)
         assert result.returncode == 0, f"{text!r} failed:\n{result.stderr}"
         assert "error:" not in result.stderr
 
 
 def test_format_json_gives_values_as_json_and_errors_as_json_on_stderr(remote_url):
     # consecutive Python lines run as one block (';' is Python's too): commands in between split them
-    result = run("--remote", remote_url, "--format", "json", "-c",
+    result = run_sparkscope("--remote", remote_url, "--format", "json", "-c",
                  "1 + 1; :sql select 7 as n; {'a': [1, 2]}; :pek x; 1 / 0")
     assert result.returncode == 1
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
@@ -116,7 +112,7 @@ def test_format_json_gives_values_as_json_and_errors_as_json_on_stderr(remote_ur
 
 
 def test_format_json_start_up_errors_are_json_too():
-    result = run("--remote", "http://nowhere:1", "--format", "json", "-c", ":queries")
+    result = run_sparkscope("--remote", "http://nowhere:1", "--format", "json", "-c", ":queries")
     assert result.returncode == 2
     assert json.loads(result.stderr) == {"error": "'http://nowhere:1' is not a Spark Connect URL",
                                          "hint": "Use sc://host:port, e.g. sc://localhost:15002"}

@@ -25,16 +25,11 @@ import sparkscope
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
-from tests.helpers import sparkscope_bin
+from tests.helpers import run_sparkscope
 from tests.netproxy import Proxy
 
 ENV_TOKEN = "secret123-Env+token/with=signs=="
 
-
-def run(*args, env=None, timeout=120):
-    full = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
-    full.update(env or {})
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=full)
 
 
 PLAIN_PYSPARK = textwrap.dedent("""
@@ -54,7 +49,7 @@ def plain_pyspark(url: str, token: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
     if token:
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token
-    out = subprocess.run([sys.executable, "-c", PLAIN_PYSPARK, url], capture_output=True, text=True, timeout=120,
+    out = subprocess.run_sparkscope([sys.executable, "-c", PLAIN_PYSPARK, url], capture_output=True, text=True, timeout=120,
                          env=env)
     return out.stdout + out.stderr
 
@@ -66,7 +61,7 @@ def env_server(tmp_path_factory):
     port = free_port()
     local = LocalServer(home / "sparkscope")
     try:  # stopped also when the start itself failed or timed out half way
-        out = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
+        out = run_sparkscope("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
                                                                "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
         assert out.returncode == 0, out.stderr
         assert "token required" in out.stdout and ENV_TOKEN not in out.stdout + out.stderr
@@ -80,14 +75,14 @@ def test_token_from_the_environment_is_enforced_and_never_in_argv(env_server, tm
     info = local.running()
     assert ENV_TOKEN not in Path(f"/proc/{info.pid}/cmdline").read_bytes().decode(errors="replace")
     stranger = {"XDG_STATE_HOME": str(tmp_path)}  # another state dir: no token file to read
-    missing = run("--remote", f"sc://localhost:{port}", "-c", ":queries", env=stranger)
+    missing = run_sparkscope("--remote", f"sc://localhost:{port}", "-c", ":queries", env=stranger)
     assert missing.returncode == 2
     assert missing.stderr.strip() == (f"error: sc://localhost:{port} refused the connection: authentication failed. "
                                       "Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN.")
-    wrong = run("--remote", f"sc://localhost:{port}", "-c", ":queries",
+    wrong = run_sparkscope("--remote", f"sc://localhost:{port}", "-c", ":queries",
                 env={**stranger, "SPARK_CONNECT_AUTHENTICATE_TOKEN": "not-the-token"})
     assert wrong.returncode == 2 and "authentication failed" in wrong.stderr and "not-the-token" not in wrong.stderr
-    right = run("--remote", f"sc://localhost:{port}", "-c", ":queries",
+    right = run_sparkscope("--remote", f"sc://localhost:{port}", "-c", ":queries",
                 env={**stranger, "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
     assert right.returncode == 0, right.stderr
     assert "no queries" in right.stdout
@@ -103,11 +98,11 @@ def test_token_from_a_profile_is_enforced(env_server, tmp_path):
                       f'[profiles.badtoken]\nremote = "sc://localhost:{port}"\ntoken = "wrong-token"\n')
     os.chmod(config, 0o600)
     env = {"XDG_CONFIG_HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
-    good = run("--profile", "shared", "-c", ":queries", env={**env, "SHARED_TOKEN": ENV_TOKEN})
+    good = run_sparkscope("--profile", "shared", "-c", ":queries", env={**env, "SHARED_TOKEN": ENV_TOKEN})
     assert good.returncode == 0, good.stderr
-    unset = run("--profile", "shared", "-c", ":queries", env=env)
+    unset = run_sparkscope("--profile", "shared", "-c", ":queries", env=env)
     assert unset.returncode == 2 and "authentication failed" in unset.stderr
-    bad = run("--profile", "badtoken", "-c", ":queries", env=env)
+    bad = run_sparkscope("--profile", "badtoken", "-c", ":queries", env=env)
     assert bad.returncode == 2 and "token does not match" in bad.stderr and "wrong-token" not in bad.stderr
 
 
@@ -118,13 +113,13 @@ def test_the_default_embedded_server_has_a_private_random_token(server, sandbox)
     token = token_file.read_text().strip()
     assert len(token) >= 32
     assert token not in Path(f"/proc/{server.pid}/cmdline").read_bytes().decode(errors="replace")
-    status = run("server", "status")
+    status = run_sparkscope("server", "status")
     assert status.returncode == 0
     fields = dict(line.split(None, 1) for line in status.stdout.strip().splitlines())
     assert fields["spark"] == "4.3.0"  # a token-protected server is healthy, not "not answering"
     assert fields["auth"].startswith("token required")
     assert token not in status.stdout
-    printed = run("server", "token")
+    printed = run_sparkscope("server", "token")
     assert printed.returncode == 0 and printed.stdout.strip() == token and printed.stderr == ""
     url = f"sc://localhost:{server.port}"
     assert "refused: SparkConnectGrpcException" in plain_pyspark(url)
@@ -132,7 +127,7 @@ def test_the_default_embedded_server_has_a_private_random_token(server, sandbox)
 
 
 def test_no_token_is_an_explicit_choice_with_a_warning(server, tmp_path):
-    out = run("server", "start", "--no-token", "--port", str(server.port), env={"XDG_STATE_HOME": str(tmp_path)})
+    out = run_sparkscope("server", "start", "--no-token", "--port", str(server.port), env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.stderr.splitlines()[0] == ("warning: --no-token lets every user of this machine run code as you "
                                           "through the server")
 
@@ -157,7 +152,7 @@ def test_tokens_with_special_characters_never_show(server, token):
         sparkscope.connect(f"sc://localhost:{server.port}/;token={quoted}", timeout=5)
     text = str(err.value) + repr(err.value) + str(err.value.__cause__ or "")
     assert token not in text and quoted not in text
-    raw = run("--remote", f"sc://localhost:{server.port}/;token={token}", "-c", ":queries")
+    raw = run_sparkscope("--remote", f"sc://localhost:{server.port}/;token={token}", "-c", ":queries")
     assert raw.returncode == 2 and "Traceback" not in raw.stderr
     assert len(raw.stderr.strip().splitlines()) == 1
     for piece in (token, quoted, "c2VjcmV0MTIz"):
@@ -184,9 +179,9 @@ def test_server_stop_never_kills_a_decoy_from_the_pid_file(tmp_path, started):
             "pid": decoy.pid, "port": port, "started_at": time.time() if started == "now" else 1.0,
             "log": "x", "auth": False, "ready": True}))
         env = {"XDG_STATE_HOME": str(tmp_path)}
-        status = run("server", "status", env=env)
+        status = run_sparkscope("server", "status", env=env)
         assert status.returncode == 3 and "No local server is running" in status.stdout
-        stop = run("server", "stop", env=env)
+        stop = run_sparkscope("server", "stop", env=env)
         assert stop.returncode == 0 and stop.stdout.strip() == "No local server is running."
         assert decoy.poll() is None, "the decoy was killed"
     finally:
@@ -209,7 +204,7 @@ def test_a_pid_of_another_user_is_never_signalled(tmp_path):
         state.mkdir(mode=0o700)
         (state / "server.json").write_text(json.dumps({"pid": other.pid, "port": port, "started_at": time.time(),
                                                        "log": "x", "ready": False}))
-        stop = run("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
+        stop = run_sparkscope("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
         assert stop.returncode == 0 and "Traceback" not in stop.stderr
         assert other.poll() is None
     finally:
@@ -225,7 +220,7 @@ def test_state_files_are_private_and_a_loose_state_dir_is_tightened(server, sand
     loose = tmp_path / "sparkscope"
     loose.mkdir()
     os.chmod(loose, 0o755)
-    out = run("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
+    out = run_sparkscope("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.returncode == 0
     assert out.stderr.strip() == (f"notice: {loose} was readable by other users (mode 755); "
                                   "made it private (0700)")
@@ -240,7 +235,7 @@ def test_a_made_up_session_id_is_refused_not_silently_new(remote_url):
                               "restarted). Connect without session_id to open a new session.")
     assert err.value.code == "session_unknown" and err.value.data == {"session_id": made_up}
     made_up = str(uuid.uuid4())  # that one is now a closed session on the server: another
-    out = run("--remote", remote_url, "--session-id", made_up, "-c", ":queries")
+    out = run_sparkscope("--remote", remote_url, "--session-id", made_up, "-c", ":queries")
     assert out.returncode == 2 and out.stderr.strip() == (
         f"error: The server has no session {made_up} (it was closed, timed out, or the server restarted). "
         "Connect without --session-id to open a new session.")
@@ -277,14 +272,14 @@ def test_connect_after_a_server_restart_opens_a_new_session(env_server):
     child = spawn("--remote", f"sc://localhost:{port}", env={"XDG_STATE_HOME": str(home)})
     repl = Repl(child)
     repl.prompt()
-    assert "(no queries" in repl.run(":queries")  # connected
-    assert repl.run(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
+    assert "(no queries" in repl.run_sparkscope(":queries")  # connected
+    assert repl.run_sparkscope(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
     local.stop(grace=10)
-    again = run("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
+    again = run_sparkscope("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
                                                              "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
     assert again.returncode == 0, again.stderr
-    out = repl.run(":connect", timeout=90)
+    out = repl.run_sparkscope(":connect", timeout=90)
     assert re.search(rf"Connected to sc://localhost:{port} \(session [0-9a-f]{{8}}, Spark 4\.3\.0\)\.", out), out
-    assert "(no queries" in repl.run(":queries")
+    assert "(no queries" in repl.run_sparkscope(":queries")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=60)

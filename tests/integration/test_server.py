@@ -14,22 +14,18 @@ import pytest
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
-from tests.helpers import sparkscope_bin, wait_for
+from tests.helpers import run_sparkscope, wait_for
 
-
-def run(*args, env=None, timeout=120):
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 def test_start_again_reuses_the_running_server(server):
-    out = run("server", "start")
+    out = run_sparkscope("server", "start")
     assert out.returncode == 0, out.stderr
     assert f"already running: sc://localhost:{server.port} (pid {server.pid}, Spark 4.3.0, token required)" in out.stdout
 
 
 def test_status_shows_pid_port_url_uptime_version_and_log(server):
-    out = run("server", "status")
+    out = run_sparkscope("server", "status")
     assert out.returncode == 0
     lines = dict(line.split(None, 1) for line in out.stdout.strip().splitlines())
     assert lines["pid"] == str(server.pid)
@@ -88,7 +84,7 @@ def test_the_server_log_never_holds_its_token(server, ss, sandbox):
     text = (sandbox / "state" / "sparkscope" / "server.log").read_text()
     assert "Streaming ForeachBatch worker is starting with url sc://localhost:" in text
     assert token not in text and ";token=***" in text
-    out = run("server", "logs", "-n", "1000000")
+    out = run_sparkscope("server", "logs", "-n", "1000000")
     assert out.returncode == 0
     assert "Spark Connect server started at: 127.0.0.1:%d" % server.port in out.stdout
     assert "Streaming ForeachBatch worker is starting with url" in out.stdout
@@ -116,7 +112,7 @@ def test_port_taken_by_another_program_is_a_clear_error(tmp_path):
 
 
 def test_port_taken_from_the_command_line(server, tmp_path):
-    out = run("server", "start", "--port", str(server.port), env={"XDG_STATE_HOME": str(tmp_path)})
+    out = run_sparkscope("server", "start", "--port", str(server.port), env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.returncode == 2
     assert out.stderr.strip() == (f"error: Port {server.port} is already in use by another program. "
                                   "Pick another port with --port N.")
@@ -125,7 +121,7 @@ def test_port_taken_from_the_command_line(server, tmp_path):
 
 def test_missing_java_is_one_line_with_install_hint(tmp_path):
     # a port of its own: with the default one, a server of the user's on 15002 adds a "port is taken" notice
-    out = run("server", "start", "--port", str(free_port()), env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/nonexistent",
+    out = run_sparkscope("server", "start", "--port", str(free_port()), env={"XDG_STATE_HOME": str(tmp_path), "PATH": "/nonexistent",
                                       "JAVA_HOME": ""}, timeout=30)
     # spark-submit is never reached: java is checked first
     assert out.returncode == 2
@@ -134,7 +130,7 @@ def test_missing_java_is_one_line_with_install_hint(tmp_path):
 
 
 def test_stop_without_a_server_says_so(tmp_path):
-    out = run("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
+    out = run_sparkscope("server", "stop", env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.returncode == 0
     assert out.stdout.strip() == "No local server is running."
 
@@ -191,7 +187,7 @@ def test_unreachable_server_fails_fast_with_one_line():
     (["--timeout", "nan"], "error: argument --timeout: 'nan' is not a number of seconds: use a positive number, e.g. 30."),
 ])
 def test_bad_start_flags_are_one_line(tmp_path, flags, message):
-    out = run("server", "start", *flags, env={"XDG_STATE_HOME": str(tmp_path)})
+    out = run_sparkscope("server", "start", *flags, env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.returncode == 2
     assert out.stderr.strip() == message + " Run 'sparkscope server start --help' for usage."
     assert not (tmp_path / "sparkscope" / "server.json").exists()
@@ -204,7 +200,7 @@ def test_bad_start_flags_are_one_line(tmp_path, flags, message):
 ])
 def test_a_server_that_cannot_start_says_why_at_once(tmp_path, flags, cause):
     """Was: the whole start timeout, then "did not answer" (bad conf), or a stack frame (bad master)."""
-    out = run("server", "start", "--port", str(free_port()), "--timeout", "120", *flags,
+    out = run_sparkscope("server", "start", "--port", str(free_port()), "--timeout", "120", *flags,
               env={"XDG_STATE_HOME": str(tmp_path)})
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1
@@ -224,17 +220,17 @@ def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp
             holder.listen()
         except OSError:
             pass
-        out = run("server", "start", env=env)
+        out = run_sparkscope("server", "start", env=env)
         assert out.returncode == 0, out.stderr
         port = int(re.search(r"sc://localhost:(\d+)", out.stdout).group(1))
         assert port != DEFAULT_PORT
         assert out.stderr.strip() == (f"notice: Port {DEFAULT_PORT} is taken by another program or server; the "
                                       f"embedded server uses port {port} (sparkscope --port N picks one)")
-        listed = run("-c", ":session", env=env)  # nothing configured: this state dir's server, on its port
+        listed = run_sparkscope("-c", ":session", env=env)  # nothing configured: this state dir's server, on its port
         assert listed.returncode == 0, listed.stderr
         assert f"sc://localhost:{port}" in listed.stdout
         other = port + 1 if port < 65535 else port - 1
-        wrong = run("--port", str(other), "-c", ":queries", env=env)
+        wrong = run_sparkscope("--port", str(other), "-c", ":queries", env=env)
         assert wrong.returncode == 2
         assert wrong.stderr.strip() == (f"error: The local server already runs on port {port}, not {other}. "
                                         "Leave out --port, or stop it first: sparkscope server stop.")

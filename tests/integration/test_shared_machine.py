@@ -8,13 +8,10 @@ One extra server (own state dir, UI on) serves the UI, Ctrl-C and restart tests;
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import subprocess
 import threading
 import urllib.request
-from pathlib import Path
 
 import pexpect
 import pytest
@@ -24,14 +21,9 @@ from sparkscope.client.errors import ServerError
 from sparkscope.client.processes import free_port
 from sparkscope.client.server import LocalServer
 from tests.e2e.conftest import Repl, spawn
-from tests.helpers import sparkscope_bin, wait_for
+from tests.helpers import run_sparkscope, wait_for
 from tests.other_user import gets_as_nobody, listening_ports, needs_root
 
-
-def cli(*args: str, home: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
-    full.update({"XDG_STATE_HOME": str(home), **(env or {})})
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=full)
 
 
 # -- the UI ----------------------------------------------------------------------------------------------
@@ -53,7 +45,7 @@ def ui_home(tmp_path_factory):
 def ui_server(ui_home):
     """A server started as a user starts it, with --ui; stopped by pid at the end."""
     port = free_port()
-    out = cli("server", "start", "--port", str(port), "--ui", "--conf", "spark.sql.shuffle.partitions=2",
+    out = run_sparkscope("server", "start", "--port", str(port), "--ui", "--conf", "spark.sql.shuffle.partitions=2",
               home=ui_home)
     assert out.returncode == 0, out.stderr
     info = LocalServer(ui_home / "sparkscope").running()
@@ -72,7 +64,7 @@ def _api(ui_url: str, path: str):
 def test_the_ui_is_an_explicit_choice_that_says_who_can_read_it(ui_server, ui_home):
     info, started = ui_server
     assert info.ui_url and f"Spark UI: {info.ui_url}: every user of this machine can read it" in started
-    status = cli("server", "status", home=ui_home)
+    status = run_sparkscope("server", "status", home=ui_home)
     assert re.search(rf"^ui\s+{re.escape(info.ui_url)}: every user of this machine can read it", status.stdout,
                      re.M), status.stdout
     assert _api(info.ui_url, "environment")["sparkProperties"]  # the owner reads it
@@ -165,8 +157,8 @@ def test_a_repl_whose_server_was_restarted_says_so_and_connect_works(ui_server, 
     repl = Repl(spawn(env={"XDG_STATE_HOME": str(ui_home)}))
     repl.prompt()
     assert "error" not in repl.run(":queries")
-    assert cli("server", "stop", home=ui_home).returncode == 0
-    again = cli("server", "start", "--port", str(info.port), home=ui_home)
+    assert run_sparkscope("server", "stop", home=ui_home).returncode == 0
+    again = run_sparkscope("server", "start", "--port", str(info.port), home=ui_home)
     assert again.returncode == 0, again.stderr
     said = repl.run(":queries")
     assert ("error: The local server was restarted (it has a new token), so this session and its queries are gone "
@@ -214,7 +206,7 @@ def test_a_corrupt_catalog_is_set_aside_with_its_path_and_starts_are_still_recor
     state = tmp_path / "sparkscope"
     state.mkdir(mode=0o700)
     (state / "catalog.sqlite3").write_bytes(b"this is not a database, it is a note\n" * 100)
-    out = cli("--remote", remote_url, "-c", "ticks = ss.source.rate(5)", "-c", ":start kept ticks",
+    out = run_sparkscope("--remote", remote_url, "-c", "ticks = ss.source.rate(5)", "-c", ":start kept ticks",
               "-c", ":queries --all", "-c", ":stop kept", home=tmp_path, env=_token_env(server))
     assert out.returncode == 0, out.stderr
     aside = [p for p in state.iterdir() if p.name.startswith("catalog.sqlite3.unreadable-")]
@@ -224,7 +216,7 @@ def test_a_corrupt_catalog_is_set_aside_with_its_path_and_starts_are_still_recor
     assert "| kept " in out.stdout
     assert f"Not listed: the queries recorded in an unreadable catalog (file is not a database), moved to {aside[0]}" \
         in out.stdout
-    restart = cli("--remote", remote_url, "-c", ":restart kept", "-c", ":stop kept", home=tmp_path,
+    restart = run_sparkscope("--remote", remote_url, "-c", ":restart kept", "-c", ":stop kept", home=tmp_path,
                   env=_token_env(server))
     assert restart.returncode == 0 and "Restarted kept" in restart.stdout + restart.stderr, restart.stdout
 
@@ -233,7 +225,7 @@ def test_a_start_the_catalog_cannot_record_says_so_and_the_query_runs(server, re
     state = tmp_path / "sparkscope"
     state.mkdir(mode=0o700)
     (state / "catalog.sqlite3").mkdir()  # a folder where the file should be: SQLite cannot open it
-    out = cli("--remote", remote_url, "-c", "ticks = ss.source.rate(5)", "-c", ":start unrecorded ticks",
+    out = run_sparkscope("--remote", remote_url, "-c", "ticks = ss.source.rate(5)", "-c", ":start unrecorded ticks",
               "-c", ":queries", "-c", ":stop unrecorded", home=tmp_path, env=_token_env(server))
     assert "Started unrecorded" in out.stdout
     assert re.search(r"note: :restart cannot bring unrecorded back later: recording it in the catalog \S+catalog\."

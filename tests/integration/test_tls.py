@@ -20,7 +20,7 @@ import sparkscope
 from sparkscope.client.errors import ConnectionFailed
 from sparkscope.client.probe import port_open
 from sparkscope.client.processes import free_port
-from tests.helpers import sparkscope_bin, wait_for
+from tests.helpers import run_sparkscope, wait_for
 from tests.netproxy import TlsProxy
 
 pytestmark = pytest.mark.slow
@@ -46,11 +46,8 @@ def run(args, *, config: str, tmp_path, env=None):
     path = tmp_path / "config" / "sparkscope" / "config.toml"
     path.write_text(config)
     os.chmod(path, 0o600)
-    full = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_AUTHENTICATE_TOKEN",
-                                                             "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH")}
-    full.update({"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state")})
-    full.update(env or {})
-    return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=60, env=full)
+    return run_sparkscope(*args, env={"XDG_CONFIG_HOME": str(tmp_path / "config"), **(env or {})},
+                          home=tmp_path / "state", drop=("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",), timeout=60)
 
 
 def profile(url: str, **keys: str) -> str:

@@ -13,6 +13,7 @@ import os
 import threading
 from typing import Any
 
+from ..credentials import channel_credentials
 from .hooks import (WriterSettings, builder_options, connect_builder_create, connect_start_method, intercept,
                     pyspark_classes)
 
@@ -85,12 +86,7 @@ def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
         def toChannel(self) -> Any:  # noqa: N802 - pyspark's name
             if not self.use_ssl:
                 return super().toChannel()  # the CA only matters for TLS
-            import grpc
-
-            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            if self.token is not None:
-                creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(self.token))
-            return self._secure_channel(self.endpoint, creds)
+            return self._secure_channel(self.endpoint, channel_credentials(self.token, root_certificates))
 
     return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
 

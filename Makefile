@@ -7,7 +7,7 @@ TESTSTAMP := $(VENV)/.installed-test
 BENCHSTAMP := $(VENV)/.installed-bench
 SOAK_MINUTES ?= 60
 
-.PHONY: run test test-cluster unit bench soak lint install server-stop clean
+.PHONY: run test test-cluster unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -62,6 +62,10 @@ lint: $(TESTSTAMP)
 	$(BIN)/ruff check sparkscope tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest tests/unit/test_house.py tests/unit/test_layering.py -q
+
+# the command table of docs/repl.md, from the registry (make test fails when they drift apart)
+docs: $(STAMP)
+	$(BIN)/python scripts/command_reference.py
 
 server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop

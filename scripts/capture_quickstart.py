@@ -1,4 +1,4 @@
-"""Capture the README's quick-start transcript from a real session (not typed by hand).
+"""Capture a quick-start transcript from a real session (not typed by hand).
 
 Starts a private embedded server, drives `sparkscope` in a pseudo-terminal, rebuilds the screen
 with a terminal emulator, and prints what a user saw. It needs the test extras (pexpect, pyte), which

@@ -42,7 +42,7 @@ def test_the_first_session_runs_as_written(repl):
             repl.child.send(typed + "\r")
             screen = Screen(repl.child)
             # what a user watches for: a few batches in, so that every bucket has been counted
-            screen.wait_for(lambda t: "sparkscope :watch" in t and batch_of(screen, "counts") >= 3,
+            screen.wait_for(lambda t, shown=screen: "sparkscope :watch" in t and batch_of(shown, "counts") >= 3,
                             what="counts at its third batch")
             repl.child.send("q")
             out = repl.prompt()

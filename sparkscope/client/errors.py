@@ -135,10 +135,11 @@ class Cancelled(SparkscopeError):
     code = "cancelled"
 
     def __init__(self, message: str = "The operation was cancelled", hint: str = "", error_class: str | None = None,
-                 *, abandoned: bool = False, waited_on: str | None = None):
+                 *, abandoned: bool = False, waited_on: str | None = None, by_keyboard: bool = False):
         super().__init__(message, hint, error_class)
         self.abandoned = abandoned
         self.waited_on = waited_on
+        self.by_keyboard = by_keyboard  # Ctrl-C (or a deadline) in this process, not the server, ended it
 
 
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")

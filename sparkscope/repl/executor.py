@@ -133,6 +133,9 @@ class Executor(SessionHolder):
                 result = run_in_worker(self, lambda: invocation.command.func(self, invocation.args, invocation.opts),
                                          deadline=None if waits else command_timeout(), interrupt=not waits)
         except Cancelled as cancel:
+            if not cancel.by_keyboard:  # the server cancelled it: reported as any error
+                self._report(cancel)
+                return False
             notes = [note for note in (hook() for hook in self._cancel_hooks) if note]
             if notes:
                 self.out.write("\n".join(notes) + "\n")
@@ -212,6 +215,9 @@ class Executor(SessionHolder):
                 self._wait_for_session()
             value = run_in_worker(self, work, user_code=True)
         except Cancelled as cancel:
+            if not cancel.by_keyboard:
+                self._report(cancel)
+                return False
             self._error(cancel_notice(cancel))
             if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
                 raise KeyboardInterrupt from None

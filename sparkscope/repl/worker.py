@@ -88,5 +88,5 @@ def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: flo
     except KeyboardInterrupt:
         waited_on = user_call.waiting_on if user_call is not None else None
         still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
-        raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on) from None
+        raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on, by_keyboard=True) from None
     return call.result()

@@ -49,7 +49,7 @@ def plain_pyspark(url: str, token: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
     if token:
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token
-    out = subprocess.run_sparkscope([sys.executable, "-c", PLAIN_PYSPARK, url], capture_output=True, text=True, timeout=120,
+    out = subprocess.run([sys.executable, "-c", PLAIN_PYSPARK, url], capture_output=True, text=True, timeout=120,
                          env=env)
     return out.stdout + out.stderr
 
@@ -272,14 +272,14 @@ def test_connect_after_a_server_restart_opens_a_new_session(env_server):
     child = spawn("--remote", f"sc://localhost:{port}", env={"XDG_STATE_HOME": str(home)})
     repl = Repl(child)
     repl.prompt()
-    assert "(no queries" in repl.run_sparkscope(":queries")  # connected
-    assert repl.run_sparkscope(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
+    assert "(no queries" in repl.run(":queries")  # connected
+    assert repl.run(":connect").strip().startswith(f"Already connected to sc://localhost:{port} (session ")
     local.stop(grace=10)
     again = run_sparkscope("server", "start", "--port", str(port), env={"XDG_STATE_HOME": str(home),
                                                              "SPARK_CONNECT_AUTHENTICATE_TOKEN": ENV_TOKEN})
     assert again.returncode == 0, again.stderr
-    out = repl.run_sparkscope(":connect", timeout=90)
+    out = repl.run(":connect", timeout=90)
     assert re.search(rf"Connected to sc://localhost:{port} \(session [0-9a-f]{{8}}, Spark 4\.3\.0\)\.", out), out
-    assert "(no queries" in repl.run_sparkscope(":queries")
+    assert "(no queries" in repl.run(":queries")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=60)

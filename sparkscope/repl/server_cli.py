@@ -11,7 +11,7 @@ from ..client.errors import ConfigError, SparkscopeError
 from ..client.server import UI_READERS, LocalServer
 from ..client.server_info import ServerInfo
 from .render import show, uptime
-from .results import Message, Result
+from .results import Block, Message, Result
 
 NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparkscope server start", code="no_server")
 
@@ -107,7 +107,7 @@ def _token(args: argparse.Namespace, server: LocalServer) -> int:
         return _fail(args, NOT_RUNNING, 3)
     if not info.token:
         return _fail(args, ConfigError("The local server runs without a token (started with --no-token)"), 1)
-    return _emit(args, Message(info.token, {"token": info.token}))
+    return _emit(args, Block(info.token, data={"token": info.token}))
 
 
 def _stop(args: argparse.Namespace, server: LocalServer) -> int:
@@ -143,7 +143,7 @@ def _status(args: argparse.Namespace, server: LocalServer) -> int:
         ("log", info.log)]
     rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", local_master("local[*]")[0])]
     text = "\n".join(f"{key:<7} {value}" for key, value in rows)
-    return _emit(args, Message(text, {"running": True, **{key: value for key, value in rows}}))
+    return _emit(args, Block(text, data={"running": True, **{key: value for key, value in rows}}))
 
 
 def _logs(args: argparse.Namespace, server: LocalServer) -> int:

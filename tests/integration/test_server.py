@@ -278,3 +278,14 @@ def test_the_class_archive_is_recorded_at_a_clean_stop_mapped_next_and_replaced_
     finally:
         kill(third.pid, grace=1)  # no need to wait for its recording
         local.stop()
+
+
+def test_status_and_token_go_through_the_renderer_as_json(server):
+    status = run_sparkscope("server", "status", "--format", "json")
+    assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout)
+    assert (shown["command"], shown["ok"], shown["data"]["pid"], shown["data"]["port"]) == (
+        "server status", True, server.pid, server.port)
+    assert shown["data"]["url"] == f"sc://localhost:{server.port}" and shown["data"]["spark"] == "4.3.0"
+    token = run_sparkscope("server", "token", "--format", "json")
+    assert json.loads(token.stdout) == {"command": "server token", "ok": True, "data": {"token": server.token}}

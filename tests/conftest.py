@@ -90,6 +90,16 @@ def _stop_what_the_test_left_running(request):
             request.getfixturevalue("ss").stop_all()
 
 
+@pytest.fixture(scope="session")
+def kafka_broker(sandbox):
+    """A real Kafka-compatible broker (tansu, memory storage) on a free port; stopped by pid."""
+    from tests.kafka_broker import Broker
+
+    broker = Broker(sandbox / "tansu.log")
+    yield broker
+    broker.stop()
+
+
 @pytest.fixture
 def data_dir(tmp_path) -> Path:
     path = tmp_path / "data"

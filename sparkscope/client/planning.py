@@ -10,7 +10,7 @@ from .errors import ConfigError, UnsupportedOperation
 
 FILE_SINKS = ("parquet", "json", "csv", "orc", "text")
 BOUNDED = "bounded"  # sparkscope's default sink: the newest rows only (client/bounded_sink.py)
-SINKS = (BOUNDED, "memory", "console", "table", "foreach_batch") + FILE_SINKS
+SINKS = (BOUNDED, "memory", "console", "table", "foreach_batch", "kafka") + FILE_SINKS
 MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNITS = {

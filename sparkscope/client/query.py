@@ -93,6 +93,7 @@ class Query:
         self.table = table
         self.format = fmt
         self.warning = warning
+        self.notes: list[str] = []  # lines to show when it starts (which Kafka implementation runs, and why)
         self.keep = keep  # bounded sink: what it keeps
         self.view = view  # bounded sink: the server's global temporary view with the kept rows
         self._final_state: str | None = None

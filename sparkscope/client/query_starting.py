@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink, durable
-from ._pyspark import dataframe_from_plan, explain_string
+from ._pyspark import dataframe_from_plan, explain_string, plan_fields
 from .catalog import ACTIVE, LOST, Record
+from .kafka.connector import is_kafka, reads_own_source
 from .errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from .logs import log, swallowed
 from .paths import for_server
@@ -102,11 +103,16 @@ class QueryStarting(SinkReading):
                 handle = writer.foreachBatch(foreach_batch).start()
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
+            elif sink == "kafka":
+                handle = writer.format(self.kafka.format()).start()
             else:
                 handle = writer.format(sink).start()
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
+        if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
+                                                        for name, value in plan_fields(plan))):
+            query.notes.append(self.kafka.describe())
         return self._register(query, plan=plan, problem=problem, options=options)
 
     def _check_not_running_elsewhere(self, name: str) -> None:
@@ -223,6 +229,9 @@ class QueryStarting(SinkReading):
             log.info("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
                         "it starts over with a new one", name, record.mode)
             fresh = True
+        if reads_own_source(record.plan):
+            with translated():
+                self.kafka.register()
         # checked when it first started: the plan, its mode and sink are not analysed again
         return self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
                             parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,

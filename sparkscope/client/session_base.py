@@ -27,12 +27,14 @@ class SessionBase:
     """What every layer of a Session holds. `spark` is the real pyspark SparkSession."""
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str, server_home: Path | None = None):
+        from .kafka.connector import KafkaSupport
         from .sources import Sources
 
         self.spark = spark
         self.target = target
         self.server_version = server_version
-        self.source = Sources(spark, same_machine=target.on_this_machine, server_version=server_version)
+        self.kafka = KafkaSupport(spark, server_version)
+        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
         self._queries: dict[str, Query] = {}
         self._started_here: set[str] = set()  # ids of the queries this process started (not found)
         self._lock = threading.RLock()

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, UnsupportedOperation, translate, translated
+from .errors import ConfigError, translate, translated
 from .paths import for_server
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .kafka.connector import KafkaSupport
     from pyspark.sql.connect.dataframe import DataFrame
     from pyspark.sql.types import StructType
 
 FILE_FORMATS = ("json", "csv", "parquet", "text", "orc")
 PARSE_MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
-KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 
 
 class Sources:
-    def __init__(self, spark: Any, same_machine: bool = False, server_version: str = ""):
+    def __init__(self, spark: Any, kafka: KafkaSupport, same_machine: bool = False):
         self._spark = spark
+        self._kafka = kafka
         self._same_machine = same_machine
-        self._server_version = server_version
 
     def rate(self, rows_per_second: int = 1, *, ramp_up_time: str | None = None,
              num_partitions: int | None = None) -> DataFrame:
@@ -90,34 +90,46 @@ class Sources:
             df.schema  # noqa: B018 - resolve now so an unknown table fails here
             return df
 
-    def kafka(self, bootstrap_servers: str, *, subscribe: str | None = None,
-              subscribe_pattern: str | None = None, starting_offsets: str | None = None,
+    def kafka(self, bootstrap_servers: str, *, subscribe: str | None = None, subscribe_pattern: str | None = None,
+              assign: str | dict[str, list[int]] | None = None, starting_offsets: str | dict[str, Any] | None = None,
+              max_offsets_per_trigger: int | None = None, fail_on_data_loss: bool | None = None,
+              min_partitions: int | None = None, include_headers: bool | None = None,
               options: dict[str, Any] | None = None) -> DataFrame:
-        """A Kafka topic. Needs the spark-sql-kafka connector on the *server* (--packages)."""
-        if not (subscribe or subscribe_pattern):
-            raise ConfigError("A Kafka source needs a topic", "Pass subscribe=\"topic\" or subscribe_pattern=\"re\"")
-        reader = self._spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
-        if subscribe:
-            reader = reader.option("subscribe", subscribe)
-        if subscribe_pattern:
-            reader = reader.option("subscribePattern", subscribe_pattern)
-        if starting_offsets:
-            reader = reader.option("startingOffsets", starting_offsets)
-        for key, value in (options or {}).items():
-            reader = reader.option(key, value)
-        df = reader.load()
-        try:
-            df.schema  # noqa: B018 - fails when the server has no Kafka connector
-        except Exception as exc:
-            if "kafka" in str(exc).lower() and ("DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find" in str(exc)):
-                package = f"{KAFKA_PACKAGE}:{self._server_version or '<spark version>'}"
-                raise UnsupportedOperation(
-                    "The Spark server has no Kafka connector",
-                    f"Start it with --packages {package} (sparkscope server start --conf spark.jars.packages={package})",
-                    "DATA_SOURCE_NOT_FOUND",
-                ) from exc
-            raise translate(exc) from exc
+        """Kafka topics, with Spark's options and schema (key, value, topic, partition, offset, timestamp,
+        timestampType, and headers if asked). Spark's connector when the server has it, sparkscope's own
+        source otherwise (ss.kafka_note says which)."""
+        settings: dict[str, Any] = {
+            "kafka.bootstrap.servers": bootstrap_servers, "subscribe": subscribe, "subscribePattern": subscribe_pattern,
+            "assign": assign, "startingOffsets": starting_offsets, "maxOffsetsPerTrigger": max_offsets_per_trigger,
+            "failOnDataLoss": fail_on_data_loss, "minPartitions": min_partitions, "includeHeaders": include_headers,
+            **(options or {})}
+        given = {key: _option_text(value) for key, value in settings.items() if value is not None}
+        check_kafka_options(given)
+        with translated():
+            reader = self._spark.readStream.format(self._kafka.format()).options(**given)
+            df = reader.load()
+            df.schema  # noqa: B018 - analysed now, so a bad option fails here and not at start
         return df
+
+
+def check_kafka_options(options: dict[str, str]) -> None:
+    """Spark's connector's checks, made here first so that both implementations answer alike."""
+    from .kafka.options import KafkaOptionError, SourceOptions
+
+    try:
+        SourceOptions.parse(options)
+    except KafkaOptionError as exc:
+        raise ConfigError(str(exc), "See the Kafka options in docs/sinks.md", code="kafka_option") from None
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        import json
+
+        return json.dumps(value)
+    return str(value)
 
 
 def _schema_error(schema: Any, exc: BaseException) -> ConfigError:

@@ -76,6 +76,7 @@ def start(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                                          "mode": query.mode, "trigger": str(query.trigger)})]
     if query.warning:
         results.append(Message(f"warning: {query.warning}"))
+    results += [Message(f"note: {note}") for note in query.notes]
     if query.restart_note:
         results.append(Message(f"note: :restart cannot bring {query.name} back later: {query.restart_note}"))
     if tail_here:

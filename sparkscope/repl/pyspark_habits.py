@@ -14,6 +14,8 @@ nowhere else (client/_pyspark/ only wraps the methods):
   writes to a memory sink that the REPL tails, `numRows` and `truncate` honoured.
 - A query that names no checkpointLocation gets a new one, as in pyspark, instead of resuming
   `<root>/<name>` from the server's spark.sql.streaming.checkpointLocation.
+- `format("kafka")`, reading or writing, uses Spark's connector when the server has it and sparkscope's
+  own Kafka source and sink when it does not; one line says which, and why.
 - `spark.stop()` on the REPL's session closes it after the input ends, asking first as :quit does, and
   a new session takes its place.
 
@@ -31,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..client import _pyspark
 from ..client.logs import swallowed
+from ..client.kafka.connector import is_kafka
 from ..client.query import wait_in_slices
 from ..client.remote import parse_url
+from ..client.sources import check_kafka_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import CommandContext
@@ -92,6 +96,7 @@ def install() -> None:
         _pyspark.intercept(classes["StreamingQueryManager"], "awaitAnyTermination", _await_any_termination)
         _pyspark.intercept(classes["ConnectSession"], "stop", _stop)
         _pyspark.intercept(*_pyspark.connect_start_method(), _start)
+        _pyspark.intercept(_pyspark.connect_stream_reader(), "load", _load)
         _installed = True
 
 
@@ -176,6 +181,27 @@ def _process_all_available(original: Any, query: Any) -> Any:
         call.waiting_on = None
 
 
+# -- Kafka ------------------------------------------------------------------------------------------
+def _kafka_format(call: UserCall) -> str:
+    """The format that reads and writes Kafka in this session, the first use saying which and why."""
+    kafka = call.executor.session.kafka
+    fmt = kafka.format()
+    call.executor.notice_once(f"kafka {call.executor.session.session_id}", f"note: {kafka.describe()}")
+    return fmt
+
+
+def _load(original: Any, reader: Any, path: Any = None, format: Any = None, schema: Any = None,  # noqa: A002
+          **options: Any) -> Any:
+    call = current()
+    settings = _pyspark.ReaderSettings(reader)
+    if call is not None and call.executor.owns_spark(settings.session) and is_kafka(format or settings.format):
+        format = None  # noqa: A001
+        settings.format = _kafka_format(call)
+        check_kafka_options({**{str(k): str(v) for k, v in settings.options.items()},
+                             **{str(k): str(v) for k, v in options.items()}})
+    return original(reader, path=path, format=format, schema=schema, **options)
+
+
 # -- starting ---------------------------------------------------------------------------------------
 def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, format: Any = None,  # noqa: A002, N803
            outputMode: Any = None, partitionBy: Any = None, queryName: Any = None, **options: Any) -> Any:  # noqa: N803
@@ -203,6 +229,9 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         settings.format = "memory"
         if not settings.query_name:
             settings.query_name = free_query_name(session, "console")
+    kafka = ours and is_kafka(settings.format)
+    if kafka:
+        settings.format = _kafka_format(call)
     checkpoint = settings.options.get("checkpointLocation")
     if ours and not checkpoint:  # a fresh one, as pyspark would have
         checkpoint = session.fresh_checkpoint(settings.query_name or "query")
@@ -217,7 +246,8 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         for tag in tags:
             spark.addTag(tag)
     if ours:
-        sink = "foreach_batch" if settings.has_foreach else ("table" if tableName else (settings.format or "parquet"))
+        sink = "foreach_batch" if settings.has_foreach else ("table" if tableName else
+                                                             "kafka" if kafka else (settings.format or "parquet"))
         with swallowed(f"recording {handle.name or handle.id} in the catalog"):
             query = session.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
                                            trigger=settings.trigger, checkpoint=checkpoint,

@@ -50,6 +50,35 @@ def connect_builder_create(options: dict[str, str]) -> Any:
     return SparkSession.builder.config(map=dict[str, Any](options)).create()
 
 
+class ReaderSettings:
+    """What a Connect DataStreamReader will load (its _format and _client, private, 4.3.0)."""
+
+    def __init__(self, reader: Any):
+        self._reader = reader
+
+    @property
+    def format(self) -> str:
+        return str(self._reader._format or "")
+
+    @format.setter
+    def format(self, value: str) -> None:
+        self._reader._format = value
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self._reader._options)
+
+    @property
+    def session(self) -> Any:
+        return self._reader._client
+
+
+def connect_stream_reader() -> type:
+    from pyspark.sql.connect.streaming.readwriter import DataStreamReader
+
+    return DataStreamReader
+
+
 def connect_start_method() -> tuple[type, str]:
     """DataStreamWriter._start_internal (private, 4.3.0): the one method start() and toTable() call."""
     from pyspark.sql.connect.streaming.readwriter import DataStreamWriter

@@ -1,0 +1,87 @@
+"""Which Kafka a session uses: Spark's connector when the server has it (asked, not guessed), otherwise
+sparkscope's own source and sink, registered with the session the first time they are needed."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from . import SOURCE_NAME
+
+CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10"
+SPARK_FORMAT = "kafka"
+# Spark's connector is read with these; a server without it answers DATA_SOURCE_NOT_FOUND at analysis
+_PROBE_OPTIONS = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "sparkscope-probe"}
+
+
+def connector_package(spark_version: str, scala_version: str = "2.13") -> str:
+    """The Maven coordinates of Spark's Kafka connector for a server's Spark and Scala versions."""
+    return f"{CONNECTOR}_{scala_version}:{spark_version}"
+
+
+def is_kafka(fmt: str | None) -> bool:
+    return (fmt or "").strip().lower() in (SPARK_FORMAT, SOURCE_NAME)
+
+
+def reads_own_source(plan: bytes | None) -> bool:
+    """Whether a stored plan reads sparkscope's Kafka source (which a new session must register first)."""
+    return plan is not None and SOURCE_NAME.encode() in plan
+
+
+class KafkaSupport:
+    """One per session: the format to read and write Kafka with, and a line saying which and why."""
+
+    def __init__(self, spark: Any, server_version: str):
+        self._spark = spark
+        self._server_version = server_version
+        self._lock = threading.Lock()
+        self._has_connector: bool | None = None
+        self._registered = False
+
+    def has_connector(self) -> bool:
+        with self._lock:
+            if self._has_connector is None:
+                self._has_connector = self._probe()
+            return self._has_connector
+
+    def _probe(self) -> bool:
+        reader = self._spark.readStream.format(SPARK_FORMAT).options(**_PROBE_OPTIONS)
+        try:
+            reader.load().schema  # noqa: B018 - analysed on the server
+        except Exception as exc:
+            text = str(exc)
+            if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text:
+                return False
+            raise
+        return True
+
+    def format(self) -> str:
+        """"kafka" when the server has Spark's connector, else sparkscope's source (registered now)."""
+        if self.has_connector():
+            return SPARK_FORMAT
+        self.register()
+        return SOURCE_NAME
+
+    def register(self) -> None:
+        """Register sparkscope's Kafka source and sink with this session, shipped by value: the server's
+        Python needs confluent-kafka and pyarrow, not sparkscope."""
+        with self._lock:
+            if self._registered:
+                return
+            from pyspark import cloudpickle
+
+            from .source import KafkaDataSource
+
+            cloudpickle.register_pickle_by_value(sys.modules[__package__])
+            self._spark.dataSource.register(KafkaDataSource)
+            self._registered = True
+
+    def describe(self) -> str:
+        """One line: which implementation runs, and why."""
+        if self.has_connector():
+            return "Kafka through Spark's connector (spark-sql-kafka) on the server"
+        package = connector_package(self._server_version or "<spark version>")
+        return (f"Kafka through sparkscope's own source and sink (confluent-kafka in the server's Python): the "
+                f"server has no spark-sql-kafka connector (sparkscope server start --kafka adds {package} "
+                f"where Maven Central is reachable)")

@@ -1,7 +1,8 @@
 """Alert rules over monitor events. Pure logic: events in, one-line alerts out.
 
 - a query terminated with an exception (with the short error);
-- a query falling behind, for several batches in a row: it processes fewer rows per second than
+- a query falling behind, for several batches in a row: when it reads Kafka, its lag (records between
+  where a batch ended and the newest offsets) grows; otherwise, it processes fewer rows per second than
   arrive while its batches keep growing (a backlog builds up), or its sources end each batch short
   of their newest offset (a per-trigger limit cannot keep up). Slower processing alone is not
   enough: with the default trigger Spark measures the input rate over the short gap between
@@ -39,6 +40,7 @@ class Alert:
 class _QueryState:
     behind_streak: int = 0
     last_input_rows: int = 0
+    last_behind: int | None = None
     behind_reported: bool = False
     last_said: dict[str, float] = field(default_factory=dict)
 
@@ -86,14 +88,21 @@ class AlertRules:
         growing = p.input_rows > state.last_input_rows > 0
         slower = p.processed_rows_per_second < SLOWER * p.input_rows_per_second
         state.last_input_rows = p.input_rows
-        if (slower and growing) or p.lagging_sources:
+        lag, last_lag = p.offsets_behind, state.last_behind
+        state.last_behind = lag
+        if lag is not None:  # Kafka says how far behind it is: behind while that does not shrink
+            behind = lag > 0 and (last_lag is None or lag >= last_lag)
+        else:
+            behind = (slower and growing) or bool(p.lagging_sources)
+        if behind:
             state.behind_streak += 1
         else:
             state.behind_streak = 0
             state.behind_reported = False
         if state.behind_streak >= self._behind_batches and not state.behind_reported:
             state.behind_reported = True
-            why = (f"its sources end batches short of the newest data ({', '.join(p.lagging_sources)})"
+            why = (f"{lag:,} records behind the newest Kafka offsets, and not catching up" if lag is not None
+                   else f"its sources end batches short of the newest data ({', '.join(p.lagging_sources)})"
                    if p.lagging_sources else f"processing {p.processed_rows_per_second:,.1f} rows/s of "
                    f"{p.input_rows_per_second:,.1f} arriving, batches growing")
             alerts.append(Alert(name, "behind", f"{name} is falling behind: {why} "

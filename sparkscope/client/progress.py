@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .kafka.offsets import Lag, lag
+
 OPERATION_KEYS = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 
 
@@ -21,6 +23,12 @@ class SourceProgress:
     input_rows: int
     input_rows_per_second: float
     processed_rows_per_second: float
+
+    @property
+    def lag(self) -> Lag | None:
+        """How many records a Kafka source's batch ended behind the newest (None for other sources): from
+        its endOffset and latestOffset, which Spark's connector and sparkscope's own source both report."""
+        return lag(self.end_offset, self.latest_offset)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,13 @@ class Progress:
     @property
     def state_memory_bytes(self) -> int:
         return sum(s.memory_bytes for s in self.state)
+
+    @property
+    def offsets_behind(self) -> int | None:
+        """Records the query's Kafka sources are behind the newest offsets, in all (None: no Kafka source)."""
+        lags = [s.lag for s in self.sources]
+        known = [found.total for found in lags if found is not None]
+        return sum(known) if known else None
 
     @property
     def lagging_sources(self) -> list[str]:
@@ -150,7 +165,7 @@ def _offset(value: Any) -> Any:
 
 CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_second", "processed_rows_per_second",
                "batch_duration_ms") + tuple(f"{key}_ms" for key in OPERATION_KEYS) + (
-               "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark")
+               "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark", "offsets_behind")
 
 
 def write_history(history: list[Progress], path: str | Path) -> int:

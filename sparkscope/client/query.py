@@ -52,6 +52,7 @@ class QueryInfo:
     error: str | None = None
     checkpoint: str | None = None
     keep: str | None = None  # what a bounded sink keeps, e.g. "last 10,000 rows"
+    behind: int | None = None  # records its Kafka sources are behind the newest offsets (None: no Kafka)
 
 
 def wait_in_slices(wait: Callable[[float], Any], timeout: float | None = None,
@@ -211,6 +212,7 @@ class Query:
             input_rows_per_second=last.input_rows_per_second if last else 0.0,
             processed_rows_per_second=last.processed_rows_per_second if last else 0.0,
             error=error, checkpoint=self.checkpoint, keep=str(self.keep) if self.keep else None,
+            behind=last.offsets_behind if last else None,
         )
 
 

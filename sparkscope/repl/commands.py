@@ -11,7 +11,7 @@ from ..client.sink_reading import is_dataframe
 from ..client.progress import Progress, write_history
 from ..client.planning import MODES, SINKS
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command, flag, key_values, multi, valued
-from .render import duration_ms, progress_charts, rate, short_id, sink_text, watermark
+from .render import behind, duration_ms, progress_charts, rate, short_id, sink_text, watermark
 from .results import Block, Message, Result, Table
 
 START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
@@ -96,22 +96,24 @@ def queries(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     infos = ctx.session.queries()
     rows = [[q.name, short_id(q.id), q.state, q.keep or q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
-             rate(q.processed_rows_per_second)] for q in infos]
+             rate(q.processed_rows_per_second), behind(q.behind)] for q in infos]
     footer = None if infos else "(no queries: start one with :start NAME)"
-    return Table(["name", "id", "state", "sink", "mode", "trigger", "batch", "input/s", "processed/s"], rows,
-                 footer=footer, droppable=("id", "trigger", "mode", "sink"))
+    columns = ["name", "id", "state", "sink", "mode", "trigger", "batch", "input/s", "processed/s", "behind"]
+    if all(q.behind is None for q in infos):  # no query reads Kafka
+        columns, rows = columns[:-1], [row[:-1] for row in rows]
+    return Table(columns, rows, footer=footer, droppable=("id", "trigger", "mode", "sink", "behind"))
 
 
 # Spark's two rates measure different spans, so a short batch after a long one shows a high input/s
 RATES_LEGEND = "input/s: rows ÷ time since the previous batch; processed/s: rows ÷ batch duration"
 PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
-                    "state rows", "dropped"]
+                    "state rows", "dropped", "behind"]
 
 
 def _progress_row(name: str, p: Progress) -> list[object]:
     return [name, p.batch_id, p.timestamp[11:23], p.input_rows, rate(p.input_rows_per_second),
             rate(p.processed_rows_per_second), duration_ms(p.batch_duration_ms),
-            watermark(p.watermark), p.state_rows, p.dropped_by_watermark]
+            watermark(p.watermark), p.state_rows, p.dropped_by_watermark, behind(p.offsets_behind)]
 
 
 @command("progress", "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
@@ -145,8 +147,13 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     rows = [_progress_row(query.name, p) for query, history in histories for p in history]
     counted = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
     footer = f"{counted}\n{RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
-    return Table(PROGRESS_COLUMNS, rows, footer=footer,
-                 droppable=("time", "dropped", "input rows", "state rows", "watermark"))
+    columns = PROGRESS_COLUMNS
+    if all(p.offsets_behind is None for _, history in histories for p in history):  # no Kafka source
+        columns, rows = columns[:-1], [row[:-1] for row in rows]
+    else:
+        footer += "\nbehind: records between where the batch ended and the newest Kafka offsets"
+    return Table(columns, rows, footer=footer,
+                 droppable=("time", "dropped", "input rows", "state rows", "watermark", "behind"))
 
 
 @command("peek", "Show (or export) rows of a query's sink; filter, order and limit run on the server",

@@ -20,7 +20,7 @@ from prompt_toolkit.styles import Style
 
 from ..client.monitor import Monitor, Track
 from .charts import progress_chart_lines, sparkline
-from .render import duration_ms, error_line, rate, truncate, watermark
+from .render import behind, duration_ms, error_line, rate, truncate, watermark
 
 HELP = [
     "↑/↓ or k/j   select a query",
@@ -100,8 +100,9 @@ class Dashboard:
         if not tracks:
             return [("", "\n  No queries yet: start one with :start NAME (this view updates by itself).")]
         spark_w = max(6, min(20, (width - 110) // 3))
+        kafka = any(t.latest is not None and t.latest.offsets_behind is not None for t in tracks)
         header = (f"  {'query':<16} {'state':<7} {'batch':>6} {'input/s':>9} {'proc/s':>9} {'duration':>9} "
-                  f"{'watermark':<19} {'state rows':>10} {'dropped':>7}  "
+                  f"{'watermark':<19} {'state rows':>10} {'dropped':>7}  " + (f"{'behind':>9}  " if kafka else "") +
                   f"{'input/s':<{spark_w}} {'proc/s':<{spark_w}} {'duration':<{spark_w}}")
         out = [("class:header", truncate(header, width) + "\n")]
         for index, track in enumerate(tracks):
@@ -116,6 +117,7 @@ class Dashboard:
                     f"{duration_ms(p.batch_duration_ms) if p else '-':>9} "
                     f"{watermark(p.watermark if p else None):<19} {p.state_rows if p else '-':>10} "
                     f"{p.dropped_by_watermark if p else '-':>7}  "
+                    + (f"{behind(p.offsets_behind if p else None):>9}  " if kafka else "") +
                     f"{sparkline(inputs, spark_w, top)} {sparkline(processed, spark_w, top)} "
                     f"{sparkline([h.batch_duration_ms or 0 for h in history], spark_w)}")
             style = "class:selected" if index == self.selected else (
@@ -142,7 +144,8 @@ class Dashboard:
         lines.append(f" batch {p.batch_id}   input {rate(p.input_rows_per_second)}/s   processed "
                      f"{rate(p.processed_rows_per_second)}/s   duration {duration_ms(p.batch_duration_ms)}   "
                      f"watermark {watermark(p.watermark)}   state rows {p.state_rows}   "
-                     f"dropped {p.dropped_by_watermark}")
+                     f"dropped {p.dropped_by_watermark}"
+                     + (f"   behind {behind(p.offsets_behind)} records" if p.offsets_behind is not None else ""))
         chart_height = max(3, min(8, (self._height() - 18) // 2))
         lines.append("")
         lines += progress_chart_lines(history, width - 2, chart_height)

@@ -225,6 +225,11 @@ def rate(value: float) -> str:
     return f"{value:,.1f}"
 
 
+def behind(records: int | None) -> str:
+    """How far a query's Kafka sources are behind the newest offsets ("-": it reads no Kafka)."""
+    return "-" if records is None else f"{records:,}"
+
+
 def duration_ms(value: int | None) -> str:
     if value is None:
         return "-"

@@ -62,7 +62,28 @@ def test_sources_short_of_their_newest_offset_are_falling_behind():
             "latestOffset": {"events": {"0": 9000}}, "numInputRows": 500}]
     alerts = [rules.feed(event(progress(b, sources=lag))) for b in range(3)]
     assert [str(a[0]) for a in alerts if a] == [
-        "alert: q is falling behind: its sources end batches short of the newest data (KafkaV2[Subscribe[events]]) "
+        "alert: q is falling behind: 8,500 records behind the newest Kafka offsets, and not catching up "
+        "(3 batches in a row)"]
+
+
+def test_a_kafka_lag_that_shrinks_is_not_falling_behind():
+    rules = AlertRules()
+
+    def kafka(end, latest):
+        return [{"description": "x", "endOffset": {"t": {"0": end}}, "latestOffset": {"t": {"0": latest}},
+                 "numInputRows": 100}]
+
+    catching_up = [rules.feed(event(progress(b, sources=kafka(100 * (b + 1), 1000)))) for b in range(5)]
+    assert catching_up == [[]] * 5
+
+
+def test_other_sources_short_of_their_newest_offset_are_falling_behind():
+    rules = AlertRules()
+    files = [{"description": "FileStreamSource[file:/in]", "endOffset": {"logOffset": 3},
+              "latestOffset": {"logOffset": 9}, "numInputRows": 30}]
+    alerts = [rules.feed(event(progress(b, sources=files))) for b in range(3)]
+    assert [str(a[0]) for a in alerts if a] == [
+        "alert: q is falling behind: its sources end batches short of the newest data (FileStreamSource[file:/in]) "
         "(3 batches in a row)"]
 
 

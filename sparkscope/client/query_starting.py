@@ -104,6 +104,7 @@ class QueryStarting(SinkReading):
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
             elif sink == "kafka":
+                self.kafka.remember(options or {})
                 handle = writer.format(self.kafka.format()).start()
             else:
                 handle = writer.format(sink).start()

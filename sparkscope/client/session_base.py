@@ -33,7 +33,7 @@ class SessionBase:
         self.spark = spark
         self.target = target
         self.server_version = server_version
-        self.kafka = KafkaSupport(spark, server_version)
+        self.kafka = KafkaSupport(spark, server_version, target.profile)
         self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
         self._queries: dict[str, Query] = {}
         self._started_here: set[str] = set()  # ids of the queries this process started (not found)

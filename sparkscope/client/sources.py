@@ -105,6 +105,7 @@ class Sources:
             **(options or {})}
         given = {key: _option_text(value) for key, value in settings.items() if value is not None}
         check_kafka_options(given)
+        self._kafka.remember(given)
         with translated():
             reader = self._spark.readStream.format(self._kafka.format()).options(**given)
             df = reader.load()

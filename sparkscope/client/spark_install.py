@@ -31,6 +31,13 @@ def connect_jar(home: Path | None = None) -> Path:
     return jars[-1]
 
 
+def spark_build(home: Path | None = None) -> tuple[str, str]:
+    """(Spark version, Scala version) of the pyspark wheel's server, from its connect jar's name."""
+    name = connect_jar(home).stem  # spark-connect_2.13-4.3.0
+    scala, _, version = name.removeprefix("spark-connect_").partition("-")
+    return version, scala
+
+
 def java_path() -> str | None:
     """The java spark-submit runs: JAVA_HOME's, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")

@@ -88,6 +88,9 @@ def _server_parser(sub: Any) -> None:
                        help="extra Spark configuration; repeatable")
     start.add_argument("--timeout", type=_seconds, default=180.0,
                        help="seconds to wait for the server (default 180)")
+    start.add_argument("--kafka", action="store_true",
+                       help="add Spark's Kafka connector (spark-sql-kafka, downloaded from Maven Central by "
+                            "spark.jars.packages); without it sparkscope's own Kafka source and sink are used")
     start.add_argument("--restore", action="store_true",
                        help="then restart, from their checkpoints, the catalogued queries that were running on it")
     start.add_argument("--no-token", action="store_true",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import commands, commands_catalog, commands_live, commands_session
+from . import commands, commands_catalog, commands_kafka, commands_live, commands_session
 from .registry import Registry
 
 REGISTRY = Registry([
@@ -11,6 +11,8 @@ REGISTRY = Registry([
     commands.exception, commands.await_, commands.stop, commands.schema,
     # the catalog
     commands_catalog.restart, commands_catalog.forget, commands_catalog.checkpoints,
+    # Kafka
+    commands_kafka.topics, commands_kafka.produce,
     # following queries as they run
     commands_live.watch, commands_live.tail, commands_live.alerts,
     # the session and the REPL

@@ -197,8 +197,9 @@ def _load(original: Any, reader: Any, path: Any = None, format: Any = None, sche
     if call is not None and call.executor.owns_spark(settings.session) and is_kafka(format or settings.format):
         format = None  # noqa: A001
         settings.format = _kafka_format(call)
-        check_kafka_options({**{str(k): str(v) for k, v in settings.options.items()},
-                             **{str(k): str(v) for k, v in options.items()}})
+        given = {**{str(k): str(v) for k, v in settings.options.items()}, **{str(k): str(v) for k, v in options.items()}}
+        check_kafka_options(given)
+        call.executor.session.kafka.remember(given)
     return original(reader, path=path, format=format, schema=schema, **options)
 
 
@@ -232,6 +233,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
     kafka = ours and is_kafka(settings.format)
     if kafka:
         settings.format = _kafka_format(call)
+        session.kafka.remember(dict(settings.options))
     checkpoint = settings.options.get("checkpointLocation")
     if ours and not checkpoint:  # a fresh one, as pyspark would have
         checkpoint = session.fresh_checkpoint(settings.query_name or "query")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..client.errors import ConfigError, SparkscopeError
+from ..client.errors import ConfigError, ServerError, SparkscopeError
 from ..client.server import UI_READERS, LocalServer
 from ..client.server_info import ServerInfo
 from .render import show, uptime
@@ -33,6 +33,16 @@ def _emit(args: argparse.Namespace, result: Result, code: int = 0) -> int:
     return code
 
 
+def with_kafka_connector(conf: dict[str, str]) -> dict[str, str]:
+    """`conf` with Spark's Kafka connector for this pyspark's Spark and Scala versions in spark.jars.packages."""
+    from ..client.kafka.connector import connector_package
+    from ..client.spark_install import spark_build
+
+    package = connector_package(*spark_build())
+    given = [p for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
+    return {**conf, "spark.jars.packages": ",".join([*given, package] if package not in given else given)}
+
+
 def _start(args: argparse.Namespace, server: LocalServer) -> int:
     from .registry import key_values
 
@@ -49,11 +59,22 @@ def _start(args: argparse.Namespace, server: LocalServer) -> int:
     if args.workers and args.master != "local[*]":
         raise ConfigError("--workers starts its own cluster, so --master cannot be given with it",
                           "Leave out one of them")
-    started = server.start(port=args.port, master=args.master,
-                           conf=key_values(args.conf, "--conf spark.some.key=value"), timeout=args.timeout,
-                           on_wait=waiting, require_token=not args.no_token, workers=args.workers,
-                           worker_cores=args.worker_cores, worker_memory=args.worker_memory,
-                           driver_memory=args.driver_memory, ui=args.ui)
+    conf = key_values(args.conf, "--conf spark.some.key=value")
+    if args.kafka:
+        conf = with_kafka_connector(conf)
+    try:
+        started = server.start(port=args.port, master=args.master, conf=conf, timeout=args.timeout,
+                               on_wait=waiting, require_token=not args.no_token, workers=args.workers,
+                               worker_cores=args.worker_cores, worker_memory=args.worker_memory,
+                               driver_memory=args.driver_memory, ui=args.ui)
+    except ServerError as exc:
+        if args.kafka and "unresolved dependency" in exc.message:
+            detail = exc.message.split("unresolved dependency: ")[-1].rstrip("]").rsplit(": ", 1)[-1]
+            raise ServerError(f"--kafka: Spark's Kafka connector {conf['spark.jars.packages']} could not be "
+                              f"downloaded from Maven Central ({detail})",
+                              "Start without --kafka: sparkscope's own Kafka source and sink need no download",
+                              code="kafka_download_failed") from exc
+        raise
     if tty:
         sys.stderr.write("\r" + " " * 70 + "\r")
     auth = "token required" if started.auth else "no token"

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any
 
+from ..errors import ConfigError
 from . import SOURCE_NAME
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10"
@@ -32,12 +34,42 @@ def reads_own_source(plan: bytes | None) -> bool:
 class KafkaSupport:
     """One per session: the format to read and write Kafka with, and a line saying which and why."""
 
-    def __init__(self, spark: Any, server_version: str):
+    def __init__(self, spark: Any, server_version: str, profile: str | None = None):
         self._spark = spark
         self._server_version = server_version
+        self._profile = profile
         self._lock = threading.Lock()
         self._has_connector: bool | None = None
         self._registered = False
+        self._bootstraps: list[str] = []  # the clusters this session's Kafka sources and sinks named
+
+    def remember(self, options: Mapping[str, Any]) -> None:
+        """Note the cluster a source or sink of this session names, for :topics and :produce."""
+        given = {str(k).lower(): str(v) for k, v in options.items()}.get("kafka.bootstrap.servers")
+        if given:
+            with self._lock:
+                if given in self._bootstraps:
+                    self._bootstraps.remove(given)
+                self._bootstraps.append(given)
+
+    def bootstrap(self, given: str | None = None, recorded: list[str] | None = None) -> str:
+        """The cluster to talk to: `given`, else the profile's kafka_bootstrap, else the one this session's
+        queries used last, else one from the catalog's records (`recorded`)."""
+        if given:
+            return given
+        if self._profile:
+            from ..config import load_profiles
+
+            value = load_profiles().get(self._profile, {}).get("kafka_bootstrap")
+            if value:
+                return str(value)
+        with self._lock:
+            if self._bootstraps:
+                return self._bootstraps[-1]
+        if recorded:
+            return recorded[-1]
+        raise ConfigError("No Kafka cluster to talk to", "Give one with --bootstrap host:port, or set "
+                          "kafka_bootstrap in your profile", code="no_bootstrap")
 
     def has_connector(self) -> bool:
         with self._lock:

@@ -83,3 +83,15 @@ def test_the_server_config_is_a_real_folder_inside_the_package():
     folder = ROOT / "sparkscope" / "server-config"
     assert not folder.is_symlink() and server_config_dir() == folder.resolve()
     assert '"server-config/*"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_kafka_connector_is_the_one_server_start_kafka_adds():
+    from sparkscope.repl.server_cli import with_kafka_connector
+
+    package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{_pinned_pyspark()}"
+    assert with_kafka_connector({}) == {"spark.jars.packages": package}
+    assert with_kafka_connector({"spark.jars.packages": "a:b:1"}) == {"spark.jars.packages": f"a:b:1,{package}"}
+    assert with_kafka_connector({"spark.jars.packages": package}) == {"spark.jars.packages": package}
+    command = _compose()["services"]["spark-connect"]["command"]
+    assert "spark.jars.packages=${SPARKSCOPE_KAFKA:-}" in command
+    assert f"SPARKSCOPE_KAFKA={package} docker compose up -d" in (ROOT / "docker-compose.yml").read_text()

@@ -44,7 +44,7 @@ class Broker:
         self.port = _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         url = f"tcp://127.0.0.1:{self.port}"
-        self._log = open(log, "wb")
+        self._log = open(log, "wb")  # noqa: SIM115 - the broker writes to it until stop()
         self.process = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url,
                                          "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
                                         stdout=self._log, stderr=subprocess.STDOUT)
@@ -59,7 +59,8 @@ class Broker:
     def delete(self, topic: str) -> None:
         from confluent_kafka.admin import AdminClient
 
-        for future in AdminClient({"bootstrap.servers": self.bootstrap}).delete_topics([topic]).values():
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})  # held: its futures fail once it is collected
+        for future in admin.delete_topics([topic]).values():
             future.result(10)
 
     def produce(self, topic: str, values, *, partition: int | None = None, keys=None) -> None:

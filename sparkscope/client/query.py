@@ -221,12 +221,13 @@ _PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")
 
 def summarise_error(text: str) -> str:
     """The first meaningful line of a query exception, without JVM class prefixes. For a failure inside
-    a foreachBatch function (the bounded sink's too), the Python exception its traceback ends with."""
-    if "Found error inside foreachBatch Python process" in text:
+    Python (a foreachBatch function, the bounded sink's too, or a Python data source such as sparkscope's
+    Kafka source), the Python exception its traceback ends with."""
+    if "Found error inside foreachBatch Python process" in text or "Traceback (most recent call last):" in text:
         before_jvm = text.split("JVM stacktrace:", 1)[0]
         raised = [line.strip() for line in before_jvm.splitlines() if _PYTHON_RAISED.match(line.strip())]
         if raised:
-            text = raised[-1]
+            text = re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", raised[-1])  # no module path
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("===", "JVM stacktrace", "at ")):

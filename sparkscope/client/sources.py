@@ -120,7 +120,7 @@ def check_kafka_options(options: dict[str, str]) -> None:
     try:
         SourceOptions.parse(options)
     except KafkaOptionError as exc:
-        raise ConfigError(str(exc), "See the Kafka options in docs/sinks.md", code="kafka_option") from None
+        raise ConfigError(str(exc), "See the Kafka options in docs/kafka.md", code="kafka_option") from None
 
 
 def _option_text(value: Any) -> str:

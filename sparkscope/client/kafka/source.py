@@ -55,14 +55,13 @@ class OffsetRange(InputPartition):
         self.options = options
 
 
-class DataLoss(RuntimeError):
+class KafkaDataLossError(RuntimeError):
     pass
 
 
-def _loss_error(losses: list[Any]) -> DataLoss:
-    return DataLoss("Some data may have been lost: " + "; ".join(str(loss) for loss in losses) + ". If you want "
-                    "the query to go on from the earliest offsets it can read, set the source option "
-                    "failOnDataLoss to false")
+def _loss_error(losses: list[Any]) -> KafkaDataLossError:
+    return KafkaDataLossError("Some data may have been lost: " + "; ".join(str(loss) for loss in losses) +
+                              ". Set the source option failOnDataLoss to false to go on from the earliest offsets")
 
 
 class _Metadata:

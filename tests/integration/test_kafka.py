@@ -1,0 +1,193 @@
+"""Kafka end to end against a real broker (tansu, from the test extra): sparkscope's own source and sink,
+since the server started from the wheel has no spark-sql-kafka connector. Every option of the source, a
+partition added mid-stream, lost records, a restart that reads each record once, the sink, and the lag."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from pyspark.sql import functions as F
+
+from sparkscope.client.errors import ConfigError
+from sparkscope.client.kafka.broker import topics
+from tests.helpers import wait_for
+from tests.kafka_broker import EXACT
+
+
+@pytest.fixture
+def topic(kafka_broker):
+    """A new topic name (created by each test as it needs)."""
+    return f"t_{uuid.uuid4().hex[:8]}"
+
+
+def values_of(ss, name: str) -> list[str]:
+    return sorted(str(row[0]) for row in ss.peek(name, 100_000).rows)
+
+
+def read_values(ss, kafka_broker, name, **source):
+    df = ss.source.kafka(kafka_broker.bootstrap, **source)
+    return ss.start(df.select(F.col("value").cast("string").alias("v")), name, sink="memory", trigger="0.5 seconds")
+
+
+def test_the_server_has_no_connector_so_sparkscope_s_own_source_runs(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, [f"r{i}" for i in range(10)])
+    df = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest")
+    assert df.schema.simpleString() == ("struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+                                        "timestamp:timestamp,timestampType:int>")
+    query = ss.start(df.selectExpr("cast(value as string) v", "topic", "partition", "offset"), "own_source",
+                     sink="memory")
+    assert query.notes == [
+        "Kafka through sparkscope's own source and sink (confluent-kafka in the server's Python): the server has no "
+        f"spark-sql-kafka connector (sparkscope server start --kafka adds org.apache.spark:spark-sql-kafka-0-10_2.13:"
+        f"{ss.server_version} where Maven Central is reachable)"]
+    wait_for(lambda: len(ss.peek("own_source", 100).rows) == 10, 60, what="10 records")
+    rows = ss.peek("own_source", 100, order_by="v").rows
+    assert {(r[1], r[2]) for r in rows} == {(topic, 0), (topic, 1)}
+    assert sorted(r[0] for r in rows) == sorted(f"r{i}" for i in range(10))
+    for partition in (0, 1):  # offsets count records, from 0
+        offsets = sorted(r[3] for r in rows if r[2] == partition)
+        assert offsets == list(range(len(offsets)))
+
+
+def test_starting_offsets_latest_json_and_earliest(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, ["a0", "a1", "a2"], partition=0)
+    kafka_broker.produce(topic, ["b0", "b1"], partition=1)
+    read_values(ss, kafka_broker, "from_json_offsets", subscribe=topic,
+                starting_offsets={topic: {"0": 2, "1": -2}})
+    latest = read_values(ss, kafka_broker, "from_latest", subscribe=topic)  # the default, as in Spark
+    wait_for(lambda: values_of(ss, "from_json_offsets") == ["a2", "b0", "b1"], 60, what="a2 b0 b1")
+    wait_for(lambda: latest.progress is not None, 60, what="a first batch from latest")
+    kafka_broker.produce(topic, ["new"], partition=1)
+    wait_for(lambda: values_of(ss, "from_latest") == ["new"], 60, what="only the new record")
+
+
+def test_assign_subscribe_pattern_and_a_partition_added_mid_stream(ss, kafka_broker):
+    prefix = f"p_{uuid.uuid4().hex[:6]}"
+    kafka_broker.create(f"{prefix}_a", 1)
+    kafka_broker.create(f"{prefix}_b", 2)
+    kafka_broker.produce(f"{prefix}_a", ["a0", "a1"])
+    kafka_broker.produce(f"{prefix}_b", ["b0"], partition=0)
+    kafka_broker.produce(f"{prefix}_b", ["b1"], partition=1)
+    read_values(ss, kafka_broker, "assigned", assign={f"{prefix}_b": [1]}, starting_offsets="earliest")
+    read_values(ss, kafka_broker, "by_pattern", subscribe_pattern=f"{prefix}_.*", starting_offsets="earliest")
+    wait_for(lambda: values_of(ss, "assigned") == ["b1"], 60, what="partition 1 of b only")
+    wait_for(lambda: values_of(ss, "by_pattern") == ["a0", "a1", "b0", "b1"], 60, what="both topics")
+    # new partitions while it runs: tansu has no CreatePartitions, so a new topic under the pattern
+    kafka_broker.create(f"{prefix}_c", 3)
+    kafka_broker.produce(f"{prefix}_c", ["c0", "c1", "c2"])
+    wait_for(lambda: values_of(ss, "by_pattern") == ["a0", "a1", "b0", "b1", "c0", "c1", "c2"], 60,
+             what="the new partitions read from their earliest offset")
+    assert values_of(ss, "assigned") == ["b1"]
+
+
+def test_max_offsets_per_trigger_and_min_partitions_read_every_record_once(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, [str(i) for i in range(30)], partition=0)
+    kafka_broker.produce(topic, [str(i) for i in range(30, 60)], partition=1)
+    query = read_values(ss, kafka_broker, "limited", subscribe=topic, starting_offsets="earliest",
+                        max_offsets_per_trigger=25, min_partitions=4)
+    wait_for(lambda: len(ss.peek("limited", 1000).rows) == 60, 90, what="60 records")
+    assert values_of(ss, "limited") == sorted(str(i) for i in range(60))
+    # the rows are in the sink a moment before the batch's progress is: wait for that too
+    sizes = wait_for(lambda: [p.input_rows for p in query.history if p.input_rows] if sum(
+        p.input_rows for p in query.history) == 60 else None, 30, what="the third batch's progress")
+    assert sizes == [24, 24, 12]  # Spark's rule: each partition's share of 25 (12.5) rounds down
+
+
+def test_headers_keys_and_client_settings(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, **{k[6:]: v for k, v in EXACT.items()}})
+    producer.produce(topic, value=b"v", key=b"k", headers=[("source", b"test")])
+    assert producer.flush(10) == 0
+    df = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest", include_headers=True,
+                         options={"kafka.client.id": "sparkscope-tests"})
+    ss.start(df.selectExpr("cast(key as string) k", "cast(value as string) v", "headers[0].key h",
+                           "cast(headers[0].value as string) hv", "timestampType"), "with_headers", sink="memory")
+    wait_for(lambda: ss.peek("with_headers").rows, 60, what="the record")
+    assert ss.peek("with_headers").rows == [("k", "v", "source", "test", 0)]
+
+
+def test_bad_options_get_one_line_before_anything_starts(ss, kafka_broker):
+    with pytest.raises(ConfigError) as err:
+        ss.source.kafka(kafka_broker.bootstrap)
+    assert str(err.value) == ("One of the options 'subscribe', 'subscribePattern' or 'assign' must be specified. "
+                              "See the Kafka options in docs/kafka.md.")
+    with pytest.raises(ConfigError, match="maxOffsetsPerTrigger must be a whole number, not 'ten'"):
+        ss.source.kafka(kafka_broker.bootstrap, subscribe="x", options={"maxOffsetsPerTrigger": "ten"})
+
+
+def test_records_lost_fail_the_query_unless_fail_on_data_loss_is_false(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    kafka_broker.produce(topic, [f"old{i}" for i in range(6)])
+    strict = read_values(ss, kafka_broker, "strict", subscribe=topic, starting_offsets="earliest")
+    lenient = read_values(ss, kafka_broker, "lenient", subscribe=topic, starting_offsets="earliest",
+                          fail_on_data_loss=False)
+    wait_for(lambda: len(ss.peek("strict", 100).rows) == 6 and len(ss.peek("lenient", 100).rows) == 6, 60,
+             what="both read the first six")
+    # tansu's DeleteRecords brings the broker down: the topic is deleted and made again, its offsets from 0
+    kafka_broker.delete(topic)
+    kafka_broker.create(topic, 1)
+    kafka_broker.produce(topic, ["new0", "new1"])
+    wait_for(lambda: strict.state == "failed", 60, what="the strict query to fail")
+    assert str(strict.exception) == (
+        f"KafkaDataLossError: Some data may have been lost: partition {topic}-0 ends at offset 2, before the query's "
+        "next offset 6: the topic was recreated or its offsets reset. Set the source option failOnDataLoss to false "
+        "to go on from the earliest offsets")
+    wait_for(lambda: values_of(ss, "lenient") == sorted([f"old{i}" for i in range(6)] + ["new0", "new1"]), 60,
+             what="the lenient query to go on from the earliest offset")
+    assert lenient.state == "active"
+
+
+def test_a_restarted_query_reads_every_record_exactly_once(ss, kafka_broker, topic, data_dir):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, [json.dumps({"user": f"u{i % 3}", "amount": i}) for i in range(30)])
+    parsed = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest") \
+        .select(F.from_json(F.col("value").cast("string"), "user STRING, amount INT").alias("t")).select("t.*")
+    ss.start(parsed, "exactly_once", sink="parquet", path=str(data_dir / "out"), trigger="0.5 seconds")
+
+    def amounts():
+        return sorted(r[0] for r in ss.spark.read.schema("user STRING, amount INT").parquet(str(data_dir / "out")).select("amount").collect())
+
+    wait_for(lambda: amounts() == list(range(30)), 60, what="the first 30")
+    ss.query("exactly_once").stop()
+    kafka_broker.produce(topic, [json.dumps({"user": "u9", "amount": i}) for i in range(30, 40)])
+    ss.restart("exactly_once")  # from its checkpoint: the Kafka offsets it committed
+    wait_for(lambda: len(amounts()) >= 40, 60, what="the ten produced while it was stopped")
+    assert amounts() == list(range(40))
+
+
+def test_the_sink_and_a_round_trip_topic_query_topic_query(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 2)
+    out = f"{topic}_out"
+    kafka_broker.create(out, 1)
+    kafka_broker.produce(topic, [json.dumps({"user": f"u{i % 2}", "amount": i}) for i in range(8)])
+    doubled = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest") \
+        .select(F.get_json_object(F.col("value").cast("string"), "$.amount").cast("int").alias("amount")) \
+        .select(F.col("amount").cast("string").alias("key"), (F.col("amount") * 2).cast("string").alias("value"))
+    query = ss.start(doubled, "to_topic", sink="kafka",
+                     options={"kafka.bootstrap.servers": kafka_broker.bootstrap, "topic": out, **EXACT})
+    assert query.sink == "kafka" and query.notes
+    wait_for(lambda: len(kafka_broker.values(out)) == 8, 60, what="8 records in the output topic")
+    assert sorted(int(v) for v in kafka_broker.values(out)) == [2 * i for i in range(8)]
+    read_values(ss, kafka_broker, "from_topic", subscribe=out, starting_offsets="earliest")
+    wait_for(lambda: values_of(ss, "from_topic") == sorted(str(2 * i) for i in range(8)), 60, what="read back")
+    assert {t.name: t.records for t in topics(kafka_broker.bootstrap, out)} == {out: 8}
+
+
+def test_lag_shows_while_a_producer_outruns_a_limited_query(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    kafka_broker.produce(topic, [str(i) for i in range(200)])
+    query = read_values(ss, kafka_broker, "lagging", subscribe=topic, starting_offsets="earliest",
+                        max_offsets_per_trigger=10)
+    wait_for(lambda: query.progress is not None and query.progress.input_rows == 10, 60,
+             what="a batch of ten")
+    info = wait_for(lambda: next((q for q in ss.queries() if q.name == "lagging" and q.behind), None), 60,
+                    what="a lag in ss.queries()")
+    assert 0 < info.behind <= 190
+    assert query.progress.offsets_behind == 200 - int(query.progress.sources[0].end_offset[topic]["0"])

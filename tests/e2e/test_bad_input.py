@@ -25,7 +25,7 @@ CASES = [
     (":start x r --trigger fast", "error: 'fast' is not a trigger. Use an interval (5s, 1 minute), once, "
                                   "available-now or continuous:1s."),
     (":start x r --sink kafka2", "error: 'kafka2' is not a sink. Use one of: bounded, memory, console, table, "
-                                 "foreach_batch, parquet, json, csv, orc, text."),
+                                 "foreach_batch, kafka, parquet, json, csv, orc, text."),
     (":start x r --keep lots", "error: 'lots' is not what to keep. Write a row count (10000, 50k) or a time "
                                "(10m, 1h), or both: 10m,50000."),
     (":start x r --sink memory --keep 10", "error: Only the bounded sink keeps a number of rows, not the memory "

@@ -118,3 +118,62 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
     got = [(r["hour"].strftime("%H:%M"), r["count"]) for r in rows]
     assert sorted(got) == sorted(expected.items()), got  # every window once: 0 missing, 0 duplicated
     ss.close()
+
+
+def test_seed_004_on_kafka_survives_a_kill_of_the_server_without_a_record_lost_or_counted_twice(
+        durable, tmp_path, kafka_broker):
+    """Per-user running totals (applyInPandasWithState) over a Kafka topic into a parquet sink; the server is
+    killed mid-stream and started again with --restore. Every total ends exact: each record counted once."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def running_total(key, batches, state):  # defined here: shipped by value to the server's Python
+        import pandas as pd
+
+        total, count = state.get if state.exists else (0, 0)
+        for batch in batches:
+            total, count = total + int(batch["amount"].sum()), count + len(batch)
+        state.update((total, count))
+        yield pd.DataFrame({"userId": [key[0]], "total": [total], "transactions": [count]})
+
+    local, port, _ = durable
+    topic, out = f"tx_{tmp_path.name[-8:]}", tmp_path / "totals"
+    kafka_broker.create(topic, 2)
+    ss = sparkscope.connect(f"sc://localhost:{port}")
+    transactions = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest",
+                                   max_offsets_per_trigger=7) \
+        .select(F.from_json(F.col("value").cast("string"), "userId STRING, amount INT").alias("t")).select("t.*")
+    totals = transactions.groupBy("userId").applyInPandasWithState(
+        running_total, "userId STRING, total BIGINT, transactions INT", "total BIGINT, count INT", "append",
+        GroupStateTimeout.NoTimeout)
+    ss.start(totals, "kafka_totals", sink="parquet", path=str(out), mode="append", trigger="200 milliseconds")
+    sent = [(f"u{i % 4}", i) for i in range(60)]
+    kafka_broker.produce(topic, [json.dumps({"userId": user, "amount": amount}) for user, amount in sent[:40]])
+
+    def rows():
+        return [tuple(r) for r in ss.spark.read.schema("userId STRING, total BIGINT, transactions INT")
+                .parquet(str(out)).collect()]
+
+    wait_for(lambda: len(rows()) >= 4, 60, what="the first batches")  # mid-stream: 7 records a batch
+    kill_server(local)
+    ss.close(stop_queries=False)
+    kafka_broker.produce(topic, [json.dumps({"userId": user, "amount": amount}) for user, amount in sent[40:]])
+    restored = run_sparkscope("server", "start", "--port", str(port), "--restore")
+    assert restored.returncode == 0, restored.stderr
+    assert "Restored kafka_totals from their checkpoints" in restored.stdout
+    ss = Session.reattach(sparkscope.client.remote.local_target(port, token=local.running().token))
+    expected = {user: (sum(a for u, a in sent if u == user), sum(1 for u, _ in sent if u == user))
+                for user in ("u0", "u1", "u2", "u3")}
+
+    def newest() -> dict:
+        best: dict = {}
+        for user, total, count in rows():
+            if count > best.get(user, (0, 0))[1]:
+                best[user] = (total, count)
+        return best
+
+    wait_for(lambda: newest() == expected, 90, what=f"the totals {expected}")
+    counts = [(user, count) for user, _, count in rows()]
+    assert len(counts) == len(set(counts)), "a batch was written twice"  # each (user, count) once
+    ss.query("kafka_totals").stop()
+    ss.close()

@@ -41,14 +41,14 @@ def test_unknown_table_source(ss):
     assert "no_such_table" in str(err.value) and "cannot be found" in str(err.value)
 
 
-def test_kafka_without_the_connector_says_how_to_add_it(ss):
-    with pytest.raises(UnsupportedOperation) as err:
-        ss.source.kafka("localhost:9092", subscribe="events")
-    package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{ss.server_version}"
-    assert str(err.value) == (f"The Spark server has no Kafka connector. Start it with --packages {package} "
-                              f"(sparkscope server start --conf spark.jars.packages={package}).")
-    with pytest.raises(ConfigError, match="needs a topic"):
+def test_kafka_options_are_checked_before_anything_runs(ss):
+    with pytest.raises(ConfigError) as err:
         ss.source.kafka("localhost:9092")
+    assert str(err.value) == ("One of the options 'subscribe', 'subscribePattern' or 'assign' must be specified. "
+                              "See the Kafka options in docs/kafka.md.")
+    with pytest.raises(ConfigError) as err:
+        ss.source.kafka("localhost:9092", subscribe="events", starting_offsets="yesterday")
+    assert str(err.value).startswith("startingOffsets must be earliest, latest or JSON")
 
 
 def test_starting_a_batch_dataframe(ss):

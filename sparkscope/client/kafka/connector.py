@@ -78,7 +78,8 @@ class KafkaSupport:
             return self._has_connector
 
     def _probe(self) -> bool:
-        reader = self._spark.readStream.format(SPARK_FORMAT).options(**_PROBE_OPTIONS)
+        # a batch read: the REPL wraps the stream reader's load() to come here (analysed only, never run)
+        reader = self._spark.read.format(SPARK_FORMAT).options(**_PROBE_OPTIONS)
         try:
             reader.load().schema  # noqa: B018 - analysed on the server
         except Exception as exc:

@@ -54,7 +54,7 @@ def produce(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if "rate" in opts:
         rate = float_option(str(opts.text("rate")).removesuffix("/s"), "records a second")
         if rate <= 0:
-            raise UsageError(f"--rate must be more than 0, not {opts.text('rate')}", "e.g. --rate 10/s")
+            raise UsageError(f"--rate must be more than 0, not {opts.text('rate')}", "Give a rate above 0, e.g. --rate 10/s")
     key = opts.text("key")
     records = list(broker.records_from_file(path)) if path else [(key, value) for value in values]
     bootstrap = _bootstrap(ctx, opts)

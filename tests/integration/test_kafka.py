@@ -191,3 +191,56 @@ def test_lag_shows_while_a_producer_outruns_a_limited_query(ss, kafka_broker, to
                     what="a lag in ss.queries()")
     assert 0 < info.behind <= 190
     assert query.progress.offsets_behind == 200 - int(query.progress.sources[0].end_offset[topic]["0"])
+
+
+def _shell(ss):
+    import io
+
+    from sparkscope.repl.executor import Executor
+
+    shell = Executor(out=io.StringIO(), err=io.StringIO())
+    shell.set_session(ss)
+    return shell
+
+
+@pytest.mark.parametrize("line, error", [
+    (":produce t", "error: :produce needs the records: VALUE… or --file F.jsonl (not both). Usage: :produce TOPIC "
+                   "[VALUE…] [--key K] [--file F.jsonl] [--rate N/s] [--bootstrap HOST:PORT].\n"),
+    (":produce t v --rate fast", "error: 'fast' is not a number of records a second. Give a number of records a "
+                                 "second, e.g. 10.\n"),
+    (":produce t v --rate 0", "error: --rate must be more than 0, not 0. Give a rate above 0, e.g. --rate 10/s.\n"),
+    (":produce t --file /no/such.jsonl", "error: Cannot read /no/such.jsonl (No such file or directory). Give a "
+                                         "JSON-lines file.\n"),
+])
+def test_bad_kafka_commands_get_one_line(ss, line, error):
+    shell = _shell(ss)
+    assert not shell.run(line + " --bootstrap 127.0.0.1:1")
+    assert shell.err.getvalue() == error
+
+
+def test_a_broker_that_does_not_answer_and_no_broker_at_all_get_one_line(ss, tmp_path):
+    import sparkscope
+
+    shell = _shell(ss)
+    assert not shell.run(":topics --bootstrap 127.0.0.1:1")
+    assert shell.err.getvalue().startswith("error: Kafka at 127.0.0.1:1 did not answer within 10 s (")
+    assert shell.err.getvalue().endswith("). Check the address and that the broker runs.\n")
+    assert len(shell.err.getvalue().splitlines()) == 1
+    with sparkscope.connect(ss.url) as fresh:  # a session that has not read Kafka yet
+        with pytest.raises(ConfigError) as err:
+            fresh.kafka.bootstrap()
+    assert str(err.value) == ("No Kafka cluster to talk to. Give one with --bootstrap host:port, or set "
+                              "kafka_bootstrap in your profile.")
+
+
+def test_topics_and_produce_find_the_cluster_of_this_session_s_queries(ss, kafka_broker, topic, tmp_path):
+    kafka_broker.create(topic, 1)
+    ss.source.kafka(kafka_broker.bootstrap, subscribe=topic)  # the session now knows this cluster
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "u1", "value": {"amount": 5}}\nplain text\n')
+    shell = _shell(ss)
+    assert shell.run(f":produce {topic} --file {events}"), shell.err.getvalue()
+    assert shell.out.getvalue() == f"Sent 2 records to {topic} at {kafka_broker.bootstrap}\n"
+    assert kafka_broker.values(topic) == ['{"amount": 5}', "plain text"]
+    assert shell.run(f":topics {topic}"), shell.err.getvalue()
+    assert f"{topic}" in shell.out.getvalue() and "0:2" in shell.out.getvalue()

@@ -226,9 +226,8 @@ def test_a_broker_that_does_not_answer_and_no_broker_at_all_get_one_line(ss, tmp
     assert shell.err.getvalue().startswith("error: Kafka at 127.0.0.1:1 did not answer within 10 s (")
     assert shell.err.getvalue().endswith("). Check the address and that the broker runs.\n")
     assert len(shell.err.getvalue().splitlines()) == 1
-    with sparkscope.connect(ss.url) as fresh:  # a session that has not read Kafka yet
-        with pytest.raises(ConfigError) as err:
-            fresh.kafka.bootstrap()
+    with sparkscope.connect(ss.url) as fresh, pytest.raises(ConfigError) as err:  # it has not read Kafka yet
+        fresh.kafka.bootstrap()
     assert str(err.value) == ("No Kafka cluster to talk to. Give one with --bootstrap host:port, or set "
                               "kafka_bootstrap in your profile.")
 

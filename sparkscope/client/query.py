@@ -227,7 +227,9 @@ def summarise_error(text: str) -> str:
         before_jvm = text.split("JVM stacktrace:", 1)[0]
         raised = [line.strip() for line in before_jvm.splitlines() if _PYTHON_RAISED.match(line.strip())]
         if raised:
-            text = re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", raised[-1])  # no module path
+            text = raised[-1]
+            if not text.startswith(("pyspark.", "org.apache.spark.", "java.")):  # those are cut below
+                text = re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", text)  # no module path
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("===", "JVM stacktrace", "at ")):

@@ -472,3 +472,13 @@ def test_what_follows_a_script_is_the_scripts_own_argv():
     assert split_script_args(["-fjob.sps", "a"]) == (["-fjob.sps"], ["a"])
     assert split_script_args(["-c", "print('x.py')", "--detach"]) == (["-c", "print('x.py')", "--detach"], [])
     assert split_script_args(["server", "start", "--port", "1"]) == (["server", "start", "--port", "1"], [])
+
+
+def test_a_failure_inside_a_python_data_source_is_summarised_by_its_exception():
+    from sparkscope.client.query import summarise_error
+
+    text = ("[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform "
+            "latestOffset: Traceback (most recent call last):\n  File \"<string>\", line 3, in latestOffset\n"
+            "sparkscope.client.kafka.source.KafkaDataLossError: Some data may have been lost: partition t-0 is gone\n"
+            "\nJVM stacktrace:\norg.apache.spark.SparkException: boom\n\tat x.y(Z.scala:1)\n")
+    assert summarise_error(text) == "KafkaDataLossError: Some data may have been lost: partition t-0 is gone"

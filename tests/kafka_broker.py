@@ -72,10 +72,15 @@ class Broker:
         for i, value in enumerate(values):
             extra = {} if partition is None else {"partition": partition}
             key = None if keys is None else keys[i]
-            producer.produce(topic, value=value.encode() if isinstance(value, str) else value,
-                             key=key.encode() if isinstance(key, str) else key, **extra)
+            while True:
+                try:
+                    producer.produce(topic, value=value.encode() if isinstance(value, str) else value,
+                                     key=key.encode() if isinstance(key, str) else key, **extra)
+                    break
+                except BufferError:  # librdkafka's local queue is full: let it drain
+                    producer.poll(0.1)
             producer.poll(0)
-        assert producer.flush(10) == 0
+        assert producer.flush(120) == 0  # one request per record: a large batch takes a while
 
     def values(self, topic: str) -> list[str]:
         """Every record's value in a topic, read with a plain consumer (partition by partition)."""

@@ -163,44 +163,58 @@ class KafkaBatchReader(DataSourceReader):
 def read_range(piece: Range, options: SourceOptions) -> Iterator[Any]:
     """The records of one offset range, as Arrow batches of Spark's Kafka schema."""
     import pyarrow as pa
+
+    names = ("key", "value", "offset", "timestamp", "timestampType", "headers")
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for message in _messages(piece, options):
+        kind, stamp = message.timestamp()
+        columns["key"].append(message.key())
+        columns["value"].append(message.value())
+        columns["offset"].append(message.offset())
+        columns["timestamp"].append(stamp * 1000 if stamp >= 0 else None)
+        columns["timestampType"].append(max(kind - 1, 0))  # librdkafka: 1 create, 2 log append; Spark: 0, 1
+        if options.include_headers:
+            columns["headers"].append([{"key": k, "value": v} for k, v in (message.headers() or [])])
+        if len(columns["offset"]) >= ARROW_ROWS:
+            yield _arrow(pa, columns, piece, options.include_headers)
+            columns = {name: [] for name in names}
+    if columns["offset"]:
+        yield _arrow(pa, columns, piece, options.include_headers)
+
+
+def _messages(piece: Range, options: SourceOptions) -> Iterator[Any]:
+    """The messages from piece.start up to piece.end, fetched a batch at a time; records missing on the way
+    are lost data (an error, unless failOnDataLoss is false)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({**options.client, "enable.auto.commit": "false", "enable.partition.eof": "true"})
-    columns: dict[str, list[Any]] = {name: [] for name in ("key", "value", "offset", "timestamp", "timestampType",
-                                                           "headers")}
+    where = f"partition {piece.topic}-{piece.partition}"
     next_offset = piece.start
     try:
         consumer.assign([TopicPartition(piece.topic, piece.partition, piece.start)])
         while next_offset < piece.end:
-            message: Any = consumer.poll(options.poll_timeout_ms / 1000)
-            if message is None or (message.error() is not None and message.error().code() == PARTITION_EOF):
+            batch: list[Any] = consumer.consume(min(ARROW_ROWS, piece.end - next_offset),
+                                                options.poll_timeout_ms / 1000)
+            ended = not batch
+            for message in batch:
+                if message.error() is not None:
+                    if message.error().code() != PARTITION_EOF:
+                        raise KafkaException(message.error())
+                    ended = True
+                    break
+                offset = message.offset()
+                if offset >= piece.end:
+                    return
+                if offset > next_offset and options.fail_on_data_loss:
+                    raise _loss_error([f"records {next_offset}-{offset - 1} of {where} are gone"])
+                next_offset = offset + 1
+                yield message
+            if ended and next_offset < piece.end:
                 if options.fail_on_data_loss:
-                    raise _loss_error([f"partition {piece.topic}-{piece.partition} ended at offset {next_offset}, "
-                                       f"before the batch's end {piece.end}"])
-                break
-            if message.error() is not None:
-                raise KafkaException(message.error())
-            offset = message.offset()
-            if offset >= piece.end:
-                break
-            if offset > next_offset and options.fail_on_data_loss:
-                raise _loss_error([f"records {next_offset}-{offset - 1} of partition {piece.topic}-{piece.partition} "
-                                   f"are gone"])
-            kind, stamp = message.timestamp()
-            columns["key"].append(message.key())
-            columns["value"].append(message.value())
-            columns["offset"].append(offset)
-            columns["timestamp"].append(stamp * 1000 if stamp >= 0 else None)
-            columns["timestampType"].append(max(kind - 1, 0))  # librdkafka: 1 create, 2 log append; Spark: 0, 1
-            columns["headers"].append([{"key": k, "value": v} for k, v in (message.headers() or [])])
-            next_offset = offset + 1
-            if len(columns["offset"]) >= ARROW_ROWS:
-                yield _arrow(pa, columns, piece, options.include_headers)
-                columns = {name: [] for name in columns}
+                    raise _loss_error([f"{where} ended at offset {next_offset}, before the batch's end {piece.end}"])
+                return
     finally:
         consumer.close()
-    if columns["offset"]:
-        yield _arrow(pa, columns, piece, options.include_headers)
 
 
 def _arrow(pa: Any, columns: Mapping[str, list[Any]], piece: Range, headers: bool) -> Any:

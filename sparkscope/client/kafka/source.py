@@ -15,10 +15,10 @@ from typing import Any
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter,
                                     InputPartition, WriterCommitMessage)
 
+from . import SOURCE_NAME
 from .offsets import Range, begin, flatten, limit, nest, ranges, resolve
 from .options import SinkOptions, SourceOptions
 
-NAME = "sparkscope_kafka"
 SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
           "timestampType INT")
 HEADERS = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
@@ -32,7 +32,7 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return NAME
+        return SOURCE_NAME
 
     def schema(self) -> str:
         include = str(self.options.get("includeHeaders", "false")).lower() == "true"

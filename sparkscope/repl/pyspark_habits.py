@@ -96,7 +96,8 @@ def install() -> None:
         _pyspark.intercept(classes["StreamingQueryManager"], "awaitAnyTermination", _await_any_termination)
         _pyspark.intercept(classes["ConnectSession"], "stop", _stop)
         _pyspark.intercept(*_pyspark.connect_start_method(), _start)
-        _pyspark.intercept(_pyspark.connect_stream_reader(), "load", _load)
+        for reader in _pyspark.connect_readers():
+            _pyspark.intercept(reader, "load", _load)
         _installed = True
 
 
@@ -185,7 +186,11 @@ def _process_all_available(original: Any, query: Any) -> Any:
 def _kafka_format(call: UserCall) -> str:
     """The format that reads and writes Kafka in this session, the first use saying which and why."""
     kafka = call.executor.session.kafka
-    fmt = kafka.format()
+    _local.choosing_kafka = True  # its probe reads format("kafka"), which must reach pyspark unchanged
+    try:
+        fmt = kafka.format()
+    finally:
+        _local.choosing_kafka = False
     call.executor.notice_once(f"kafka {call.executor.session.session_id}", f"note: {kafka.describe()}")
     return fmt
 
@@ -194,7 +199,8 @@ def _load(original: Any, reader: Any, path: Any = None, format: Any = None, sche
           **options: Any) -> Any:
     call = current()
     settings = _pyspark.ReaderSettings(reader)
-    if call is not None and call.executor.owns_spark(settings.session) and is_kafka(format or settings.format):
+    if (call is not None and not getattr(_local, "choosing_kafka", False) and is_kafka(format or settings.format)
+            and call.executor.owns_spark(settings.session)):
         format = None  # noqa: A001
         settings.format = _kafka_format(call)
         given = {**{str(k): str(v) for k, v in settings.options.items()}, **{str(k): str(v) for k, v in options.items()}}

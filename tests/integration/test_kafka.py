@@ -243,3 +243,15 @@ def test_topics_and_produce_find_the_cluster_of_this_session_s_queries(ss, kafka
     assert kafka_broker.values(topic) == ['{"amount": 5}', "plain text"]
     assert shell.run(f":topics {topic}"), shell.err.getvalue()
     assert f"{topic}" in shell.out.getvalue() and "0:2" in shell.out.getvalue()
+
+
+def test_a_batch_read_as_written_in_the_repl_with_ending_offsets(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, ["a0", "a1", "a2"], partition=0)
+    kafka_broker.produce(topic, ["b0", "b1"], partition=1)
+    shell = _shell(ss)
+    line = (f'sorted(r.v for r in spark.read.format("kafka").option("kafka.bootstrap.servers", '
+            f'"{kafka_broker.bootstrap}").option("subscribe", "{topic}").option("endingOffsets", '
+            f"""'{{"{topic}": {{"0": 2, "1": -1}}}}').load().selectExpr("cast(value as string) v").collect())""")
+    assert shell.run(line), shell.err.getvalue()
+    assert shell.out.getvalue().strip() == "['a0', 'a1', 'b0', 'b1']"

@@ -96,3 +96,22 @@ def test_lag_of_a_progress_from_its_offsets():
     assert Progress.from_json({"batchId": 1, "sources": [{"description": "rate", "endOffset": 1}]}).offsets_behind \
         is None
     assert nest({("t", 1): 3, ("t", 0): 2}) == {"t": {"0": 2, "1": 3}}
+
+
+def test_the_cluster_for_topics_and_produce_comes_from_the_flag_the_profile_then_the_queries(tmp_path, monkeypatch):
+    from sparkscope.client.errors import ConfigError
+    from sparkscope.client.kafka.connector import KafkaSupport
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / "sparkscope").mkdir()
+    (tmp_path / "sparkscope" / "config.toml").write_text('[profiles.dev]\nurl = "sc://h:15002"\n'
+                                                         'kafka_bootstrap = "kafka.dev:9092"\n')
+    assert KafkaSupport(None, "4.3.0", profile="dev").bootstrap() == "kafka.dev:9092"
+    assert KafkaSupport(None, "4.3.0", profile="dev").bootstrap("given:1") == "given:1"
+    seen = KafkaSupport(None, "4.3.0")
+    with pytest.raises(ConfigError, match="No Kafka cluster to talk to"):
+        seen.bootstrap()
+    assert seen.bootstrap(recorded=["old:9092"]) == "old:9092"
+    seen.remember({"kafka.bootstrap.servers": "a:1", "subscribe": "t"})
+    seen.remember({"KAFKA.BOOTSTRAP.SERVERS": "b:2"})
+    assert seen.bootstrap(recorded=["old:9092"]) == "b:2"

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..credentials import channel_credentials
 from .hooks import (ReaderSettings, WriterSettings, builder_options, connect_builder_create, connect_start_method,
-                    connect_stream_reader, intercept, pyspark_classes)
+                    connect_readers, intercept, pyspark_classes)
 
 __all__ = ["ReaderSettings", "WriterSettings", "builder_options", "connect_builder_create", "connect_start_method",
-           "connect_stream_reader", "intercept", "pyspark_classes"]
+           "connect_readers", "intercept", "pyspark_classes"]
 
 CHECKED_AGAINST = "4.3.0"
 
@@ -27,6 +27,9 @@ INTERNALS = (
     ("pyspark.sql.connect.streaming.readwriter.DataStreamReader", "_format"),  # set in __init__
     ("pyspark.sql.connect.streaming.readwriter.DataStreamReader", "_client"),  # set in __init__
     ("pyspark.sql.connect.streaming.readwriter.DataStreamReader", "_options"),  # set in __init__
+    ("pyspark.sql.connect.readwriter.DataFrameReader", "_format"),  # set in __init__
+    ("pyspark.sql.connect.readwriter.DataFrameReader", "_client"),  # set in __init__
+    ("pyspark.sql.connect.readwriter.DataFrameReader", "_options"),  # set in __init__
     ("pyspark.sql.connect.dataframe.DataFrame", "_explain_string"),
     ("pyspark.sql.connect.dataframe.DataFrame", "_plan"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__

@@ -51,7 +51,8 @@ def connect_builder_create(options: dict[str, str]) -> Any:
 
 
 class ReaderSettings:
-    """What a Connect DataStreamReader will load (its _format and _client, private, 4.3.0)."""
+    """What a Connect DataStreamReader or DataFrameReader will load (their _format, _options and _client,
+    private, 4.3.0)."""
 
     def __init__(self, reader: Any):
         self._reader = reader
@@ -73,10 +74,12 @@ class ReaderSettings:
         return self._reader._client
 
 
-def connect_stream_reader() -> type:
+def connect_readers() -> tuple[type, type]:
+    """The Connect stream reader (spark.readStream) and batch reader (spark.read)."""
+    from pyspark.sql.connect.readwriter import DataFrameReader
     from pyspark.sql.connect.streaming.readwriter import DataStreamReader
 
-    return DataStreamReader
+    return DataStreamReader, DataFrameReader
 
 
 def connect_start_method() -> tuple[type, str]:

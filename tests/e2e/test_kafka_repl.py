@@ -9,7 +9,7 @@ import uuid
 
 import pexpect
 
-from tests.e2e.conftest import Repl, clean, spawn
+from tests.e2e.conftest import Repl, Screen, clean, spawn
 from tests.helpers import wait_for
 
 SEED_CELL = '''\
@@ -110,6 +110,22 @@ def test_seed_004_clickstream_as_written_then_produce_topics_and_lag(tmp_path, r
             return int(value.replace(",", "")) if value not in ("", "-", "0") else None
 
         assert 0 < wait_for(behind, 90, every=1.0, what="lagging's lag in :queries") < 300
+
+        # the dashboard has the column too, for Kafka readers
+        child.send(":watch lagging\r")
+        screen = Screen(child)
+
+        def watched_lag(text: str) -> bool:
+            row = screen.line_with("lagging")
+            return "behind" in text and row is not None and re.search(r"\b\d{1,3}(,\d{3})*\s+[▁-█ ]", row) is not None
+
+        screen.wait_for(watched_lag, 60, what="lagging's lag in :watch")
+        header = next(line for line in screen.screen.display if "behind" in line)
+        row = screen.line_with("lagging")
+        at = header.index("behind") + len("behind")
+        assert 0 < int(row[at - 9:at].strip().replace(",", "")) < 300, (header, row)
+        child.send("q")
+        repl.prompt()
     finally:
         child.sendcontrol("d")
         if child.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=60) == 0:

@@ -75,6 +75,29 @@ class SinkReading(QueryTracking):
 
     is_dataframe = staticmethod(is_dataframe)
 
+    # -- state ----------------------------------------------------------------------------------
+    def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
+              variable: str | None = None) -> DataFrame:
+        """What a stateful operator of query `name` holds, from its checkpoint (after its newest batch, or
+        `batch`), keys and values as columns. Works on running, stopped, failed and lost queries."""
+        from .state import read_state
+
+        return read_state(self, name, batch=batch, operator=operator, store=store, variable=variable)
+
+    def state_changes(self, name: str, *, start: int | None = None, end: int | None = None,
+                      operator: int | None = None, store: str | None = None,
+                      variable: str | None = None) -> DataFrame:
+        """How the state of `name` changed, batch by batch: change type, key, old and new value."""
+        from .state import state_changes
+
+        return state_changes(self, name, start=start, end=end, operator=operator, store=store, variable=variable)
+
+    def state_info(self, name: str) -> Any:
+        """The stateful operators of `name`: (StateOf, [(operator, schema, rows and bytes per partition)])."""
+        from .state import state_info
+
+        return state_info(self, name)
+
     def explain(self, df: DataFrame, extended: bool = False) -> str:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""
         return str(call(explain_string, df, extended=extended))

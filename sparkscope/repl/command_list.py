@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from . import commands, commands_catalog, commands_kafka, commands_live, commands_session
+from . import commands, commands_catalog, commands_kafka, commands_live, commands_session, commands_state
 from .registry import Registry
 
 REGISTRY = Registry([
     # queries
     commands.start, commands.queries, commands.progress, commands.peek, commands.status, commands.explain,
     commands.exception, commands.await_, commands.stop, commands.schema,
+    # state
+    commands_state.state,
     # the catalog
     commands_catalog.restart, commands_catalog.forget, commands_catalog.checkpoints,
     # Kafka

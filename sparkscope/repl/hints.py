@@ -24,6 +24,8 @@ REPL_HINTS = {
     "continuous_bounded": "Leave out --keep (Spark's memory sink is used), or use a trigger like 1s",
     "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
     "unresolved_column": "Check the column names with :schema",
+    "stateless": "Its rows are in its sink: :peek {name} shows them",
+    "checkpoint_gone": "Its state went with it; :forget {name} removes the record",
     "server_out_of_memory": "Stop a query that keeps every row (a --sink memory query of a raw stream) with "
                             ":stop NAME, start it without --sink memory (the default sink keeps the newest rows), "
                             "or give the server more memory: sparkscope server start --driver-memory 8g",

@@ -1,0 +1,282 @@
+"""What a query's stateful operators hold, read from its checkpoint with Spark's state data sources
+("state-metadata" and "statestore", Spark 4): now, at a batch, batch by batch, and per partition. Works on
+running, stopped, failed and lost queries alike, since it needs only the checkpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .catalog import Catalog
+from .errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+    from .query import Query
+    from .rows import Rows
+
+
+class StatefulSession(Protocol):
+    catalog: Catalog
+    spark: Any
+
+    @property
+    def url(self) -> str: ...
+
+    def query(self, name_or_id: str | Query) -> Query: ...
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One stateful operator of a checkpoint, as state-metadata describes it."""
+
+    id: int
+    name: str
+    store: str
+    partitions: int
+    first_batch: int
+    last_batch: int
+    variables: tuple[str, ...] = ()  # transformWithState's state variables
+
+
+@dataclass(frozen=True)
+class StateOf:
+    """A query's checkpoint and its operators."""
+
+    name: str
+    checkpoint: str
+    operators: list[Operator]
+
+    def operator(self, operator_id: int | None) -> Operator:
+        if operator_id is None:
+            return self.operators[0]
+        for operator in self.operators:
+            if operator.id == operator_id:
+                return operator
+        ids = ", ".join(str(o.id) for o in self.operators)
+        raise ConfigError(f"{self.name} has no stateful operator {operator_id}", f"Its operators: {ids}",
+                          code="no_such_operator", data={"name": self.name})
+
+    def check_batch(self, operator: Operator, batch: int | None) -> None:
+        if batch is None or operator.first_batch <= batch <= operator.last_batch:
+            return
+        kept = f"batches {operator.first_batch}-{operator.last_batch}"
+        if batch < operator.first_batch:
+            raise ConfigError(f"Batch {batch} of {self.name} was cleaned up: its state keeps {kept}",
+                              "Pick one of those (spark.sql.streaming.minBatchesToRetain sets how many are kept)",
+                              code="batch_cleaned_up", data={"name": self.name})
+        raise ConfigError(f"{self.name} has no batch {batch} yet: its state keeps {kept}",
+                          "Pick one of those", code="no_such_batch", data={"name": self.name})
+
+
+def checkpoint_of(session: StatefulSession, name: str) -> tuple[str, str]:
+    """(name, checkpoint) of a query this session knows, or of one in the catalog."""
+    try:
+        query = session.query(name)
+        if query.checkpoint:
+            return query.name, query.checkpoint
+    except QueryNotFound:
+        pass
+    record = session.catalog.require(session.url, name)
+    if not record.checkpoint:
+        raise UnsupportedOperation(f"{name} has no checkpoint, so no state to read",
+                                   "Start it with a checkpoint location", code="no_checkpoint", data={"name": name})
+    return record.name, record.checkpoint
+
+
+def _variables(properties: Any) -> tuple[str, ...]:
+    import json
+
+    try:
+        parsed = json.loads(properties) if properties else {}
+    except ValueError:
+        return ()
+    found = parsed.get("stateVariables", []) if isinstance(parsed, dict) else []
+    return tuple(str(v.get("stateName")) for v in found if isinstance(v, dict) and v.get("stateName"))
+
+
+def state_of(session: StatefulSession, name: str) -> StateOf:
+    """The checkpoint of `name` and its stateful operators; one clear error when it has none."""
+    name, checkpoint = checkpoint_of(session, name)
+    try:
+        rows = call(lambda: session.spark.read.format("state-metadata").load(checkpoint).collect())
+    except Exception as exc:
+        raise _state_error(name, checkpoint, exc) from exc
+    if not rows:
+        raise UnsupportedOperation(f"{name} keeps no state: it has no stateful operator (aggregation, "
+                                   "dropDuplicates, stream-stream join, or a state function)",
+                                   f"Its rows are in its sink: ss.peek('{name}') shows them", code="stateless",
+                                   data={"name": name})
+    operators = [Operator(int(r["operatorId"]), str(r["operatorName"]), str(r["stateStoreName"]),
+                          int(r["numPartitions"]), int(r["minBatchId"]), int(r["maxBatchId"]),
+                          _variables(r["operatorProperties"])) for r in rows]
+    return StateOf(name, checkpoint, sorted(operators, key=lambda o: (o.id, o.store)))
+
+
+def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
+    text = str(exc)
+    if "STDS_COMMITTED_BATCH_UNAVAILABLE" in text or "PATH_NOT_FOUND" in text:
+        return UnsupportedOperation(f"The checkpoint of {name} is gone or holds no committed batch ({checkpoint})",
+                                    f"Its state went with it; ss.forget('{name}') removes the record",
+                                    code="checkpoint_gone",
+                                    data={"name": name})
+    if "CANNOT_READ_STREAMING_STATE_FILE" in text and "changelog" in text:
+        return UnsupportedOperation(f"The state changes of {name} were not kept: its server wrote RocksDB state "
+                                    "without changelogs", "Start the server with spark.sql.streaming.stateStore."
+                                    "rocksdb.changelogCheckpointing.enabled=true (sparkscope's server config sets "
+                                    "it) and run the query again", code="no_changelog", data={"name": name})
+    return translate(exc)
+
+
+def _reader(session: StatefulSession, state: StateOf, operator: Operator, store: str | None,
+            variable: str | None) -> Any:
+    reader = session.spark.read.format("statestore").option("operatorId", operator.id)
+    if variable:
+        if operator.variables and variable not in operator.variables:
+            raise ConfigError(f"{state.name} has no state variable '{variable}'",
+                              f"Its variables: {', '.join(operator.variables)}", code="no_such_variable")
+        reader = reader.option("stateVarName", variable)
+    elif store:
+        stores = sorted({o.store for o in state.operators if o.id == operator.id})
+        if store not in stores and store not in ("left", "right"):
+            raise ConfigError(f"{state.name} has no state store '{store}' in operator {operator.id}",
+                              f"Its stores: {', '.join(stores)}", code="no_such_store")
+        reader = reader.option("joinSide", store) if store in ("left", "right") else reader.option("storeName", store)
+    elif operator.name.startswith("symmetricHashJoin"):
+        reader = reader.option("joinSide", "left")
+    elif operator.variables:
+        reader = reader.option("stateVarName", operator.variables[0])
+    return reader
+
+
+def flatten(df: DataFrame) -> DataFrame:
+    """key.* and value.* as columns (value_ in front of a name the key has too), then the rest."""
+    from pyspark.sql import functions as F
+
+    schema = call(lambda: df.schema)
+    names = {f.name for f in schema.fields}
+    columns: list[Any] = []
+    taken: set[str] = set()
+    for part in ("key", "value"):
+        if part not in names:
+            continue
+        field = schema[part]
+        inner = getattr(field.dataType, "fields", None)
+        if inner is None:
+            columns.append(F.col(part))
+            taken.add(part)
+            continue
+        for sub in inner:
+            alias = sub.name if sub.name not in taken else f"{part}_{sub.name}"
+            columns.append(F.col(f"`{part}`.`{sub.name}`").alias(alias))
+            taken.add(alias)
+    columns += [F.col(n) for n in names - {"key", "value"}]
+    return df.select(*columns)
+
+
+def read_state(session: StatefulSession, name: str, *, batch: int | None = None, operator: int | None = None,
+               store: str | None = None, variable: str | None = None) -> DataFrame:
+    """The rows a stateful operator of `name` holds (after its newest committed batch, or `batch`)."""
+    state = state_of(session, name)
+    chosen = state.operator(operator)
+    state.check_batch(chosen, batch)
+    reader = _reader(session, state, chosen, store, variable)
+    if batch is not None:
+        reader = reader.option("batchId", batch)
+    try:
+        df = reader.load(state.checkpoint)
+        return flatten(df)
+    except Exception as exc:
+        raise _state_error(state.name, state.checkpoint, exc) from exc
+
+
+def state_changes(session: StatefulSession, name: str, *, start: int | None = None, end: int | None = None,
+                  operator: int | None = None, store: str | None = None,
+                  variable: str | None = None) -> DataFrame:
+    """How the state changed batch by batch, from `start` to `end` (both kept batches; by default the
+    last three): batch_id, change_type, the key, and the value before and after."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    state = state_of(session, name)
+    chosen = state.operator(operator)
+    last = chosen.last_batch if end is None else end
+    first = max(chosen.first_batch + 1, last - 2) if start is None else start
+    if first < 1:
+        first = 1  # batch 0 has no batch before it to change from
+    state.check_batch(chosen, first - 1)
+    state.check_batch(chosen, last)
+    if first > last:
+        raise ConfigError(f"--from {first} is after --to {last}", "Give --from N --to M with N ≤ M",
+                          code="bad_range")
+    reader = _reader(session, state, chosen, store, variable).option("readChangeFeed", True) \
+        .option("changeStartBatchId", first).option("changeEndBatchId", last)
+    try:
+        changes = reader.load(state.checkpoint)
+        before = _reader(session, state, chosen, store, variable).option("batchId", first - 1) \
+            .load(state.checkpoint).select(F.col("key"), F.col("value").alias("old_value"))
+        by_key = Window.partitionBy(F.to_json(F.col("key"))).orderBy("batch_id")
+        joined = changes.join(before, "key", "left") \
+            .withColumn("old_value", F.coalesce(F.lag("value").over(by_key), F.col("old_value")))
+        flat = joined.select("batch_id", "change_type", F.col("key"), F.col("old_value"), F.col("value"),
+                             "partition_id")
+        return _flatten_change(flat).orderBy("batch_id", *[c for c in _key_names(flat)])
+    except Exception as exc:
+        raise _state_error(state.name, state.checkpoint, exc) from exc
+
+
+def _key_names(df: DataFrame) -> list[str]:
+    inner = getattr(call(lambda: df.schema)["key"].dataType, "fields", None)
+    return [f.name for f in inner] if inner else ["key"]
+
+
+def _flatten_change(df: DataFrame) -> DataFrame:
+    """batch_id, change_type, the key's fields, then old_<field> and new_<field> of the value."""
+    from pyspark.sql import functions as F
+
+    schema = call(lambda: df.schema)
+    columns = [F.col("batch_id"), F.col("change_type")]
+    key_fields = getattr(schema["key"].dataType, "fields", None)
+    columns += [F.col(f"key.`{f.name}`").alias(f.name) for f in key_fields] if key_fields else [F.col("key")]
+    value_fields = getattr(schema["value"].dataType, "fields", None)
+    for side, column in (("old", "old_value"), ("new", "value")):
+        if value_fields:
+            columns += [F.col(f"{column}.`{f.name}`").alias(f"{side}_{f.name}") for f in value_fields]
+        else:
+            columns.append(F.col(column).alias(f"{side}_value"))
+    return df.select(*columns)
+
+
+def state_info(session: StatefulSession, name: str) -> tuple[StateOf, list[tuple[Operator, str, Any]]]:
+    """The operators, and for each its state schema and rows and bytes per partition (a DataFrame)."""
+    from pyspark.sql import functions as F
+
+    state = state_of(session, name)
+    details = []
+    for operator in state.operators:
+        try:
+            df = _reader(session, state, operator, operator.store if operator.store != "default" else None,
+                         None).load(state.checkpoint)
+            schema = call(lambda df=df: df.schema)
+            parts = df.groupBy("partition_id").agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.sum(F.octet_length(F.to_json(F.struct("key", "value")))).alias("bytes (as JSON)")) \
+                .orderBy("partition_id")
+        except Exception as exc:
+            raise _state_error(state.name, state.checkpoint, exc) from exc
+        key_type = schema["key"].dataType.simpleString()
+        value_type = schema["value"].dataType.simpleString()
+        details.append((operator, f"key {key_type}, value {value_type}", parts))
+    return state, details
+
+
+def fetch_state(session: StatefulSession, name: str, df: DataFrame, n: int) -> Rows:
+    """Up to `n` rows of a state DataFrame, a failure to read the checkpoint told in one line."""
+    from .rows import fetch
+
+    try:
+        return fetch(df, n)
+    except Exception as exc:
+        name, checkpoint = checkpoint_of(session, name)
+        raise _state_error(name, checkpoint, exc) from exc

@@ -1,0 +1,76 @@
+"""The colon commands that look into a query's state: what it holds, how it changed, and why a row was late."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..client.rows import export_path, write_rows
+from ..client.state import fetch_state
+from .commands import int_option
+from .registry import Arg, Complete, Options, UsageError, command, flag, valued
+from .results import Block, Message, Result, Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import CommandContext
+
+STATE_ROWS = 20
+STATE_MAX = 10_000  # rows shown in the terminal; --export writes any number
+
+
+def _number(opts: Options, name: str) -> int | None:
+    return int_option(opts.text(name), name.replace("-", " ")) if name in opts else None
+
+
+def _table(ctx: CommandContext, name: str, df: Any, opts: Options, what: str) -> Result:
+    if opts.text("where"):
+        df = df.where(str(opts.text("where")))
+    limit = int_option(opts.text("limit"), "rows", minimum=1) if "limit" in opts else STATE_ROWS
+    if opts.text("export"):
+        target = export_path(str(opts.text("export")))
+        count = write_rows(fetch_state(ctx.session, name, df, limit if "limit" in opts else 10**9), target)
+        return Message(f"Wrote {count:,} row{'s' if count != 1 else ''} of {what} to {target}",
+                       {"rows": count, "path": str(target)})
+    rows = fetch_state(ctx.session, name, df, min(limit, STATE_MAX) + 1)
+    shown = rows.rows[:min(limit, STATE_MAX)]
+    more = len(rows.rows) > len(shown)
+    footer = f"({len(shown)} row{'s' if len(shown) != 1 else ''} of {what}" + (
+        "; more with --limit N, or --export FILE.csv" if more else "") + ")"
+    return Table(rows.columns, shown, footer=footer)
+
+
+def _info(ctx: CommandContext, name: str) -> Result:
+    state, details = ctx.session.state_info(name)
+    results: list[Table | Message | Block] = []
+    rows = [[o.id, o.name, o.store, o.partitions, f"{o.first_batch}-{o.last_batch}", ", ".join(o.variables) or "-"]
+            for o in state.operators]
+    results.append(Table(["operator", "name", "store", "partitions", "batches", "state variables"], rows,
+                         title=f"{state.name}: state in {state.checkpoint}"))
+    for operator, schema, parts in details:
+        fetched = fetch_state(ctx.session, name, parts, 10_000)
+        total = sum(int(r[1]) for r in fetched.rows)
+        results.append(Table(fetched.columns, fetched.rows, title=f"operator {operator.id} ({operator.name}): "
+                                                                  f"{schema}",
+                             footer=f"({total:,} rows in {len(fetched.rows)} partitions)"))
+    return results
+
+
+@command("state", "Show what a query's stateful operators hold, from its checkpoint (--info: operators, schema "
+         "and rows per partition; --changes: how it changed batch by batch)",
+         args=(Arg("NAME", complete=Complete.QUERY),),
+         options=(valued("batch", "N"), valued("operator", "ID"), valued("store", "NAME"), valued("var", "NAME"),
+                  valued("where", "EXPR"), valued("limit", "N"), valued("export", "FILE.csv|FILE.jsonl"),
+                  flag("info"), flag("changes"), valued("from", "N"), valued("to", "M")))
+def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    name = args[0]
+    if opts.flag("info"):
+        return _info(ctx, name)
+    operator, store, variable = _number(opts, "operator"), opts.text("store"), opts.text("var")
+    if opts.flag("changes"):
+        df = ctx.session.state_changes(name, start=_number(opts, "from"), end=_number(opts, "to"), operator=operator,
+                                       store=store, variable=variable)
+        return _table(ctx, name, df, opts, f"{name}'s state changes")
+    if "from" in opts or "to" in opts:
+        raise UsageError("--from and --to go with --changes", f"e.g. :state {name} --changes --from 3 --to 5")
+    batch = _number(opts, "batch")
+    df = ctx.session.state(name, batch=batch, operator=operator, store=store, variable=variable)
+    return _table(ctx, name, df, opts, f"{name}'s state" + (f" after batch {batch}" if batch is not None else ""))

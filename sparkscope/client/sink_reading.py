@@ -75,6 +75,22 @@ class SinkReading(QueryTracking):
 
     is_dataframe = staticmethod(is_dataframe)
 
+    def query_plan(self, name: str) -> str:
+        """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""
+        from ._pyspark import dataframe_from_plan
+
+        try:
+            query = self.query(name)
+            if query.state == "active":
+                return query.explain(extended=True)
+        except QueryNotFound:
+            pass
+        record = self.catalog.require(self.url, name)
+        if record.plan is None:
+            raise UnsupportedOperation(f"The plan of {name} was not kept", "Start it again to see its plan",
+                                       code="no_plan", data={"name": name})
+        return self.explain(dataframe_from_plan(self.spark, record.plan), extended=True)
+
     # -- state ----------------------------------------------------------------------------------
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
               variable: str | None = None) -> DataFrame:

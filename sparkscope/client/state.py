@@ -103,7 +103,12 @@ def state_of(session: StatefulSession, name: str) -> StateOf:
         rows = call(lambda: session.spark.read.format("state-metadata").load(checkpoint).collect())
     except Exception as exc:
         raise _state_error(name, checkpoint, exc) from exc
-    if not rows:
+    if not rows:  # no operator: a stateless query, or a checkpoint that is gone (the state reader tells which)
+        try:
+            session.spark.read.format("statestore").load(checkpoint).schema  # noqa: B018 - raw: its error class tells
+        except Exception as exc:
+            if "STDS_COMMITTED_BATCH_UNAVAILABLE" in str(exc):
+                raise _state_error(name, checkpoint, exc) from exc
         raise UnsupportedOperation(f"{name} keeps no state: it has no stateful operator (aggregation, "
                                    "dropDuplicates, stream-stream join, or a state function)",
                                    f"Its rows are in its sink: ss.peek('{name}') shows them", code="stateless",
@@ -151,7 +156,8 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
 
 
 def flatten(df: DataFrame) -> DataFrame:
-    """key.* and value.* as columns (value_ in front of a name the key has too), then the rest."""
+    """key.* and value.* as columns (value_ in front of a name the key has too), then the rest. A struct that
+    is the only field of a key or value (applyInPandasWithState's groupState) is opened too."""
     from pyspark.sql import functions as F
 
     schema = call(lambda: df.schema)
@@ -161,17 +167,20 @@ def flatten(df: DataFrame) -> DataFrame:
     for part in ("key", "value"):
         if part not in names:
             continue
-        field = schema[part]
-        inner = getattr(field.dataType, "fields", None)
+        path, kind = f"`{part}`", schema[part].dataType
+        inner = getattr(kind, "fields", None)
+        while inner is not None and len(inner) == 1 and getattr(inner[0].dataType, "fields", None) is not None:
+            path, kind = f"{path}.`{inner[0].name}`", inner[0].dataType
+            inner = kind.fields
         if inner is None:
             columns.append(F.col(part))
             taken.add(part)
             continue
         for sub in inner:
             alias = sub.name if sub.name not in taken else f"{part}_{sub.name}"
-            columns.append(F.col(f"`{part}`.`{sub.name}`").alias(alias))
+            columns.append(F.col(f"{path}.`{sub.name}`").alias(alias))
             taken.add(alias)
-    columns += [F.col(n) for n in names - {"key", "value"}]
+    columns += [F.col(n) for n in sorted(names - {"key", "value"})]
     return df.select(*columns)
 
 

@@ -10,7 +10,7 @@ REGISTRY = Registry([
     commands.start, commands.queries, commands.progress, commands.peek, commands.status, commands.explain,
     commands.exception, commands.await_, commands.stop, commands.schema,
     # state
-    commands_state.state,
+    commands_state.state, commands_state.late,
     # the catalog
     commands_catalog.restart, commands_catalog.forget, commands_catalog.checkpoints,
     # Kafka

@@ -74,3 +74,46 @@ def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     batch = _number(opts, "batch")
     df = ctx.session.state(name, batch=batch, operator=operator, store=store, variable=variable)
     return _table(ctx, name, df, opts, f"{name}'s state" + (f" after batch {batch}" if batch is not None else ""))
+
+
+def _when(value: object) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else "-"
+
+
+@command("late", "Explain a query's watermark: its event-time column and delay, the watermark after each batch, "
+         "the late rows dropped, and whether a row at --at TIME would be dropped",
+         args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("at", "TIME"), valued("last", "N")))
+def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    from ..client.lateness import late_rows, parse_time, verdict, watermark_spec
+    from .render import watermark
+
+    session = ctx.session
+    query = session.query(args[0])
+    spec = watermark_spec(session.query_plan(query.name))
+    if spec is None:
+        raise UsageError(f"{query.name} has no watermark, so no row is ever late for it",
+                         "Add withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or join")
+    history = session.monitor.history(query.id) or query.history
+    last = int_option(opts.text("last"), "batches", minimum=1) if "last" in opts else 20
+    dropped = late_rows(history)
+    said = [f"{query.name}: event time {spec.column}, delay {spec.delay}. A row is late, and dropped, once its "
+            "event time (its window's end, for a window) is at or before the watermark."]
+    said.append("Late rows dropped: " + (", ".join(f"{rows} in batch {batch}" for batch, rows in dropped)
+                                          if dropped else "none so far") + ".")
+    results: list[Table | Message | Block] = [Message(" ".join(said), {"column": spec.column, "delay": spec.delay,
+                                                                      "dropped": dict(dropped)})]
+    rows = [[p.batch_id, p.timestamp[11:19], watermark(p.watermark), p.input_rows, p.dropped_by_watermark or ""]
+            for p in history[-last:]]
+    results.append(Table(["batch", "time", "watermark", "input rows", "dropped late"], rows,
+                         footer="(the watermark each batch ran with; a row at or before it is late)"))
+    if opts.text("at"):
+        at = parse_time(str(opts.text("at")))
+        found = verdict(history, at)
+        now = ("would be dropped now" if found.dropped_now else "would be kept now") + (
+            f" (watermark {_when(found.watermark)})" if found.watermark else " (no watermark yet)")
+        since = (f"; dropped from batch {found.first_dropping_batch} on" if found.first_dropping_batch is not None
+                 else "")
+        kept = f", kept up to batch {found.last_keeping_batch}" if found.last_keeping_batch is not None else ""
+        results.append(Message(f"A row at {_when(at)} {now}{since}{kept}.",
+                               {"dropped_now": found.dropped_now, "from_batch": found.first_dropping_batch}))
+    return results

@@ -1,0 +1,197 @@
+"""What a query remembers, read from its checkpoint with :state, and why a row was dropped with :late: exact
+keys and values after known input, on the real server."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from sparkscope.repl.executor import Executor
+
+
+def write(folder, name: str, rows: list[dict]) -> None:
+    folder.mkdir(exist_ok=True)
+    tmp = folder.parent / f".{name}"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.rename(folder / name)  # whole, so the file source reads it once
+
+
+class Shell:
+    def __init__(self, ss):
+        self.executor = Executor(out=io.StringIO(), err=io.StringIO())
+        self.executor.set_session(ss)
+
+    def run(self, line: str) -> tuple[bool, str, str]:
+        out, err = self.executor.out, self.executor.err
+        start_out, start_err = out.tell(), err.tell()
+        ok = self.executor.run(line)
+        out.seek(start_out), err.seek(start_err)
+        return ok, out.read(), err.read()
+
+    def rows(self, line: str) -> list[list[str]]:
+        """The cells of a table the command printed (plain table format)."""
+        ok, out, err = self.run(line + " --limit 1000")
+        assert ok, err
+        return [[cell.strip() for cell in row.strip("|").split("|")] for row in out.splitlines()
+                if row.startswith("|") and not row.startswith("|-")]
+
+
+@pytest.fixture(scope="module")
+def shell(ss):
+    return Shell(ss)
+
+
+def events(ss, folder, schema="k STRING, n INT, t TIMESTAMP"):
+    return ss.source.files("json", str(folder), schema=schema, max_files_per_trigger=1)
+
+
+def test_state_of_a_windowed_count_batch_by_batch(ss, shell, tmp_path):
+    src = tmp_path / "in"
+    write(src, "1.json", [{"k": "a", "t": "2024-01-01 10:01:00"}, {"k": "a", "t": "2024-01-01 10:02:00"},
+                          {"k": "b", "t": "2024-01-01 10:03:00"}])
+    counts = events(ss, src).withWatermark("t", "1 hour").groupBy(F.window("t", "10 minutes"), "k").count()
+    query = ss.start(counts, "windowed", mode="update")
+    query.process_all_available()
+    write(src, "2.json", [{"k": "a", "t": "2024-01-01 10:04:00"}, {"k": "c", "t": "2024-01-01 10:15:00"}])
+    query.process_all_available()
+    write(src, "3.json", [{"k": "b", "t": "2024-01-01 10:05:00"}])
+    query.process_all_available()
+    query.stop()
+    state = shell.rows(":state windowed")
+    assert state[0][:3] == ["window", "k", "count"]
+    got = sorted((row[1], row[2], row[0][:40]) for row in state[1:])
+    assert [(k, n) for k, n, _ in got] == [("a", "3"), ("b", "2"), ("c", "1")]
+    sdk = sorted((r["k"], r["count"]) for r in ss.state("windowed").collect())
+    assert sdk == [("a", 3), ("b", 2), ("c", 1)]
+    assert sorted((r["k"], r["count"]) for r in ss.state("windowed", batch=0).collect()) == [("a", 2), ("b", 1)]
+    first, second, third = [p.batch_id for p in query.history if p.input_rows]  # no-data batches between them
+    assert first == 0
+    changes = shell.rows(f":state windowed --changes --from {second} --to {third}")
+    assert changes[0] == ["batch_id", "change_type", "window", "k", "old_count", "new_count"]
+    assert [(r[0], r[1], r[3], r[4], r[5]) for r in changes[1:]] == [
+        (str(second), "update", "a", "2", "3"), (str(second), "update", "c", "NULL", "1"),
+        (str(third), "update", "b", "1", "2")]
+    ok, out, _ = shell.run(":state windowed --info")
+    assert ok and "stateStoreSave" in out and "key struct<window:struct<start:timestamp,end:timestamp>,k:string>" \
+        in out and "(3 rows in " in out
+
+
+def test_state_of_a_dedup_a_join_and_a_state_function(ss, tmp_path):
+    src = tmp_path / "in"
+    write(src, "1.json", [{"k": "a", "n": 1}, {"k": "a", "n": 1}, {"k": "b", "n": 2}])
+    dedup = ss.start(events(ss, src, "k STRING, n INT").dropDuplicates(["k"]), "dedup", sink="memory")
+    dedup.process_all_available()
+    assert sorted(r["k"] for r in ss.state("dedup").collect()) == ["a", "b"]
+
+    left, right = tmp_path / "left", tmp_path / "right"
+    write(left, "1.json", [{"k": "x", "n": 1}, {"k": "y", "n": 2}])
+    write(right, "1.json", [{"k": "x", "n": 10}])
+    joined = events(ss, left, "k STRING, n INT").join(events(ss, right, "k STRING, n INT").withColumnRenamed("n", "m"),
+                                                      "k")
+    join = ss.start(joined, "joined", sink="memory")
+    join.process_all_available()
+    assert sorted((r["k"], r["n"]) for r in ss.state("joined").collect()) == [("x", 1), ("y", 2)]
+    assert sorted((r["k"], r["m"]) for r in ss.state("joined", store="right").collect()) == [("x", 10)]
+
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def total(key, batches, state):
+        import pandas as pd
+
+        sum_ = state.get[0] if state.exists else 0
+        for batch in batches:
+            sum_ += int(batch["n"].sum())
+        state.update((sum_,))
+        yield pd.DataFrame({"k": [key[0]], "total": [sum_]})
+
+    totals = events(ss, src, "k STRING, n INT").groupBy("k").applyInPandasWithState(
+        total, "k STRING, total LONG", "total LONG", "update", GroupStateTimeout.NoTimeout)
+    fn = ss.start(totals, "fn_state", sink="memory")
+    fn.process_all_available()
+    state = ss.state("fn_state").collect()
+    assert sorted((r["k"], r["total"]) for r in state) == [("a", 2), ("b", 2)]
+    for query in (dedup, join, fn):
+        query.stop()
+
+
+def test_bad_state_and_late_input_get_one_line(ss, shell, tmp_path):
+    src = tmp_path / "in"
+    write(src, "1.json", [{"k": "a", "n": 1}])
+    plain = ss.start(events(ss, src, "k STRING, n INT"), "no_state", sink="memory")
+    plain.process_all_available()
+    counted = ss.start(events(ss, src, "k STRING, n INT").groupBy("k").count(), "counted")
+    counted.process_all_available()
+    cases = {
+        ":state no_state": "error: no_state keeps no state: it has no stateful operator (aggregation, "
+                           "dropDuplicates, stream-stream join, or a state function). Its rows are in its sink: "
+                           ":peek no_state shows them.\n",
+        ":state counted --operator 7": "error: counted has no stateful operator 7. Its operators: 0.\n",
+        ":state counted --batch 99": "error: counted has no batch 99 yet: its state keeps batches 0-0. Pick one of "
+                                     "those.\n",
+        ":state counted --from 1": "error: --from and --to go with --changes. e.g. :state counted --changes --from 3 "
+                                   "--to 5.\n",
+        ":state nobody": "error: No query named 'nobody' in the catalog of " + ss.url + ". See what it holds with "
+                         ":queries --all.\n",
+        ":late counted": "error: counted has no watermark, so no row is ever late for it. Add "
+                         "withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or join.\n",
+    }
+    for line, error in cases.items():
+        ok, _, err = shell.run(line)
+        assert (ok, err) == (False, error), line
+    plain.stop()
+    counted.stop()
+
+
+def test_a_batch_cleaned_up_and_a_checkpoint_gone(ss, shell, tmp_path):
+    import shutil
+
+    src = tmp_path / "in"
+    ss.spark.conf.set("spark.sql.streaming.minBatchesToRetain", "2")
+    try:
+        for i in range(5):
+            write(src, f"{i}.json", [{"k": "a", "n": i}])
+        counted = ss.start(events(ss, src, "k STRING, n INT").groupBy("k").count(), "retained")
+        counted.process_all_available()
+        counted.stop()
+    finally:
+        ss.spark.conf.unset("spark.sql.streaming.minBatchesToRetain")
+    ok, _, err = shell.run(":state retained --batch 0")
+    assert not ok and err.startswith("error: Batch 0 of retained was cleaned up: its state keeps batches ")
+    assert err.endswith("(spark.sql.streaming.minBatchesToRetain sets how many are kept).\n")
+    shutil.rmtree(counted.checkpoint.removeprefix("file:"))
+    ok, _, err = shell.run(":state retained")
+    assert (ok, err) == (False, f"error: The checkpoint of retained is gone or holds no committed batch "
+                                f"({counted.checkpoint}). Its state went with it; :forget retained removes the "
+                                "record.\n")
+
+
+def test_late_names_the_batch_that_dropped_seed_002_s_late_mobile_event(ss, shell, tmp_path):
+    src = tmp_path / "mobile"
+    write(src, "file1.json", [{"id": "p1", "action": "open", "ts": "2018-03-02T10:15:20"},
+                              {"id": "p2", "action": "open", "ts": "2018-03-02T10:22:40"},
+                              {"id": "p3", "action": "open", "ts": "2018-03-02T10:33:50"}])
+    mobile = ss.source.files("json", str(src), schema="`id` String, `action` String, `ts` Timestamp",
+                             max_files_per_trigger=1)
+    counts = mobile.withWatermark("ts", "10 minutes").groupBy(F.window("ts", "10 minutes"), "action").count()
+    query = ss.start(counts, "mobile", mode="update")
+    query.process_all_available()
+    write(src, "file2.json", [{"id": "p4", "action": "open", "ts": "2018-03-02T10:29:35"},
+                              {"id": "p5", "action": "open", "ts": "2018-03-02T10:11:35"}])
+    query.process_all_available()
+    dropping = next(p.batch_id for p in query.history if p.dropped_by_watermark)
+    ok, out, err = shell.run(":late mobile --at '2018-03-02 10:11:35'")
+    assert ok, err
+    assert out.startswith("mobile: event time ts, delay 10 minutes. A row is late, and dropped, once its event time "
+                          "(its window's end, for a window) is at or before the watermark. Late rows dropped: 1 in "
+                          f"batch {dropping}.\n")
+    assert "2018-03-02T10:23:50" in out or "2018-03-02 10:23:50" in out
+    moved = next(p.batch_id for p in query.history if (p.watermark or "").startswith("2018-03-02T10:23:50"))
+    assert moved <= dropping  # the watermark moved in the batch after file1 (perhaps one without data)
+    assert out.rstrip().endswith(f"A row at 2018-03-02 10:11:35 would be dropped now (watermark 2018-03-02 "
+                                 f"10:23:50); dropped from batch {moved} on, kept up to batch {moved - 1}.")
+    ok, out, _ = shell.run(":late mobile --at '2018-03-02 10:40:00'")
+    assert ok and "A row at 2018-03-02 10:40:00 would be kept now (watermark 2018-03-02 10:23:50)" in out
+    query.stop()

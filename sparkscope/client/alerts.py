@@ -8,8 +8,10 @@
   enough: with the default trigger Spark measures the input rate over the short gap between
   batches, so processed < input is normal there;
 - a batch that took longer than the trigger interval;
-- rows dropped by the watermark.
-The last two repeat at most once a minute per query, so a steady problem does not flood the screen.
+- rows dropped by the watermark;
+- state that grows without bound: a stateful query with no watermark whose state rows grew in each of
+  several batches in a row (a windowed aggregation without withWatermark keeps every window). Said once.
+The slow and dropped alerts repeat at most once a minute per query, so a steady problem does not flood the screen.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .monitor import Event
 from .progress import Progress
 
 BEHIND_BATCHES = 3
+GROWING_BATCHES = 5  # batches in a row whose state grew, in a query without a watermark
 REPEAT_AFTER = 60.0
 SLOWER = 0.8  # processed below 80% of the input rate
 
@@ -29,7 +32,7 @@ SLOWER = 0.8  # processed below 80% of the input rate
 @dataclass(frozen=True)
 class Alert:
     query: str | None
-    kind: str  # failed | behind | slow | dropped | notice
+    kind: str  # failed | behind | slow | dropped | unbounded | notice
     text: str
 
     def __str__(self) -> str:
@@ -41,6 +44,9 @@ class _QueryState:
     behind_streak: int = 0
     last_input_rows: int = 0
     last_behind: int | None = None
+    state_rows: int = 0
+    growing_streak: int = 0
+    unbounded_reported: bool = False
     behind_reported: bool = False
     last_said: dict[str, float] = field(default_factory=dict)
 
@@ -82,6 +88,21 @@ class AlertRules:
             return []
         return self._progress_alerts(name, event.progress)
 
+    def _unbounded_state(self, name: str, state: _QueryState, p: Progress) -> list[Alert]:
+        if not p.state or p.watermark:
+            state.growing_streak = 0
+            return []
+        rows, before = p.state_rows, state.state_rows
+        state.state_rows = rows
+        state.growing_streak = state.growing_streak + 1 if rows > before else 0
+        if state.growing_streak < GROWING_BATCHES or state.unbounded_reported:
+            return []
+        state.unbounded_reported = True
+        return [Alert(name, "unbounded", f"{name} keeps state without bound: {rows:,} state rows, more after each "
+                      f"of the last {state.growing_streak} batches, and no watermark to let old keys go. Add "
+                      "withWatermark(\"eventTime\", \"10 minutes\") before its aggregation, dropDuplicates or join "
+                      "(a window then closes and leaves the state)")]
+
     def _progress_alerts(self, name: str, p: Progress) -> list[Alert]:
         alerts: list[Alert] = []
         state = self._state(name)
@@ -107,6 +128,7 @@ class AlertRules:
                    f"{p.input_rows_per_second:,.1f} arriving, batches growing")
             alerts.append(Alert(name, "behind", f"{name} is falling behind: {why} "
                                 f"({state.behind_streak} batches in a row)"))
+        alerts += self._unbounded_state(name, state, p)
         trigger = self._trigger_seconds(name)
         if (trigger and p.batch_duration_ms is not None and p.batch_duration_ms > trigger * 1000
                 and not self._rate_limited(name, "slow")):

@@ -69,3 +69,20 @@ def test_watch_refuses_outside_a_terminal_and_tail_needs_a_name(repl):
     assert "error: :tail needs a query name. Usage: :tail [NAME] [--follow] [--limit N] [--stop]" in repl.run(":tail")
     assert "error: No query named 'nope'" in repl.run(":watch nope")
     assert "error: 'maybe' is not on or off. Usage: :alerts [on|off]" in repl.run(":alerts maybe")
+
+
+def test_state_without_bound_is_said_once_with_its_fix_and_not_with_a_watermark(repl):
+    repl.run("ticks = ss.source.rate(20)")
+    repl.run("bounded = ticks.withWatermark('timestamp', '1 second').groupBy(F.window('timestamp', '1 second'))"
+             ".count()")
+    repl.run(":start bounded --trigger 0.5s --mode update")
+    repl.run("windows = ticks.groupBy(F.window('timestamp', '100 milliseconds')).count()")  # new keys each batch
+    seen = repl.run(":start windows --trigger 0.5s")  # five batches may pass before its prompt comes back
+    pattern = r"alert: windows keeps state without bound: [^\r\n]*"
+    alert = re.search(pattern, seen).group(0) if re.search(pattern, seen) else repl.expect(pattern, timeout=90)
+    seen += alert
+    assert ('no watermark to let old keys go. Add withWatermark("eventTime", "10 minutes") before its aggregation, '
+            'dropDuplicates or join (a window then closes and leaves the state)') in alert
+    answer = repl.run("ss.query('bounded').progress.batch_id")
+    assert int(re.findall(r"^-?\d+$", answer, re.M)[-1]) >= 5  # the watermarked query ran as many batches
+    assert "bounded keeps state" not in seen + answer  # and no alert named it

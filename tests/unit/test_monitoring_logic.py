@@ -17,13 +17,14 @@ from sparkscope.repl.results import Table
 
 
 def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None,
-             sources=()):
+             sources=(), state_rows=7):
     return Progress.from_json({
         "id": "id-1", "runId": "r", "name": name, "timestamp": f"2026-01-01T00:00:{batch:02d}.000Z",
         "batchId": batch, "numInputRows": rows, "inputRowsPerSecond": inp, "processedRowsPerSecond": proc,
         "durationMs": {"triggerExecution": duration, "addBatch": duration - 50},
         "eventTime": {"watermark": watermark} if watermark else {},
-        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 7, "numRowsDroppedByWatermark": dropped}],
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": state_rows,
+                            "numRowsDroppedByWatermark": dropped}],
         "sources": list(sources), "sink": {"description": "MemorySink"},
     })
 
@@ -178,3 +179,21 @@ def test_progress_charts_for_no_history_and_some():
     text = progress_charts("q", [progress(0), progress(1)], width=80)
     assert text.splitlines()[0] == "q: batches 0–1"
     assert "Rows per second" in text and "Batch duration" in text and "addBatch" in text
+
+
+def test_state_that_grows_without_a_watermark_is_said_once_with_the_fix():
+    rules = AlertRules()
+    alerts = [rules.feed(event(progress(b, state_rows=10 * (b + 1)))) for b in range(8)]
+    said = [str(a) for batch in alerts for a in batch]
+    assert said == ['alert: q keeps state without bound: 50 state rows, more after each of the last 5 batches, and '
+                    'no watermark to let old keys go. Add withWatermark("eventTime", "10 minutes") before its '
+                    'aggregation, dropDuplicates or join (a window then closes and leaves the state)']
+    assert [i for i, batch in enumerate(alerts) if batch] == [4]
+
+
+def test_state_that_grows_with_a_watermark_or_stays_flat_raises_nothing():
+    watermarked, flat = AlertRules(), AlertRules()
+    for b in range(10):
+        assert watermarked.feed(event(progress(b, state_rows=10 * (b + 1), watermark="2026-01-01T00:00:00.000Z"))) \
+            == []
+        assert flat.feed(event(progress(b, state_rows=5))) == []

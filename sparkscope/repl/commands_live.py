@@ -73,4 +73,4 @@ def alerts(ctx: CommandContext, args: list[str], opts: Options) -> Result:
             raise UsageError(f"'{args[0]}' is not on or off", f"Usage: {alerts.usage}")
         live.alerts_on = choice == "on"
     return Message(f"Alerts are {'on' if live.alerts_on else 'off'} (failures, falling behind, slow batches, "
-                   "rows dropped by the watermark)", {"alerts": live.alerts_on})
+                   "rows dropped by the watermark, state without bound)", {"alerts": live.alerts_on})

@@ -157,7 +157,7 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
 
 def flatten(df: DataFrame) -> DataFrame:
     """key.* and value.* as columns (value_ in front of a name the key has too), then the rest. A struct that
-    is the only field of a key or value (applyInPandasWithState's groupState) is opened too."""
+    is the only field of the value (applyInPandasWithState's groupState) is opened too."""
     from pyspark.sql import functions as F
 
     schema = call(lambda: df.schema)
@@ -169,7 +169,8 @@ def flatten(df: DataFrame) -> DataFrame:
             continue
         path, kind = f"`{part}`", schema[part].dataType
         inner = getattr(kind, "fields", None)
-        while inner is not None and len(inner) == 1 and getattr(inner[0].dataType, "fields", None) is not None:
+        while (part == "value" and inner is not None and len(inner) == 1
+               and getattr(inner[0].dataType, "fields", None) is not None):
             path, kind = f"{path}.`{inner[0].name}`", inner[0].dataType
             inner = kind.fields
         if inner is None:

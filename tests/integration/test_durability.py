@@ -177,3 +177,34 @@ def test_seed_004_on_kafka_survives_a_kill_of_the_server_without_a_record_lost_o
     assert len(counts) == len(set(counts)), "a batch was written twice"  # each (user, count) once
     ss.query("kafka_totals").stop()
     ss.close()
+
+
+def test_the_state_of_a_query_whose_server_was_killed_is_read_from_its_checkpoint(durable, tmp_path):
+    """Post-mortem: what was in the state when the server died, from the catalog's record of the query."""
+    from pyspark.sql import functions as F
+
+    local, port, _ = durable
+    url = f"sc://localhost:{port}"
+    events = tmp_path / "events"
+    events.mkdir()
+    write_events(events, 0, 10, 3)
+    write_events(events, 1, 11, 2)
+    ss = sparkscope.connect(url)
+    counts = ss.source.files("json", str(events), schema="time TIMESTAMP, action STRING") \
+        .groupBy(F.window("time", "1 hour")).count()
+    ss.start(counts, "post_mortem").process_all_available()
+    kill_server(local)
+    ss.close(stop_queries=False)
+    started = run_sparkscope("server", "start", "--port", str(port))
+    assert started.returncode == 0, started.stderr
+    after = sparkscope.connect(url)
+    try:
+        shell = Executor(out=io.StringIO(), err=io.StringIO())
+        shell.set_session(after)
+        assert shell.run(":state post_mortem"), shell.err.getvalue()
+        table = shell.out.getvalue()
+        assert "(2 rows of post_mortem's state)" in table
+        got = sorted((r["window"]["start"].strftime("%H:%M"), r["count"]) for r in after.state("post_mortem").collect())
+        assert got == [("10:00", 3), ("11:00", 2)]
+    finally:
+        after.close()

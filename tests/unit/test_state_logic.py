@@ -1,0 +1,49 @@
+"""The watermark's verdicts (pure logic): the plan's withWatermark, and whether a row would be dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkscope.client.errors import ConfigError
+from sparkscope.client.lateness import late_rows, parse_time, verdict, watermark_spec
+from sparkscope.client.progress import Progress
+
+PLAN = """== Analyzed Logical Plan ==
+window: struct<start:timestamp,end:timestamp>, action: string, count: bigint
+Aggregate [window#12-T600000ms, action#1], [window#12-T600000ms AS window#10-T600000ms, action#1, count(1) AS count#11L]
++- EventTimeWatermark 5c1d2a3e-0b1c-4d5e-8f90-123456789abc, ts#2: timestamp, 10 minutes
+   +- StreamingRelation FileSource[/in], [id#0, action#1, ts#2]
+"""
+
+
+def p(batch: int, watermark: str | None, dropped: int = 0) -> Progress:
+    return Progress.from_json({"batchId": batch, "eventTime": {"watermark": watermark} if watermark else {},
+                               "stateOperators": [{"numRowsDroppedByWatermark": dropped}]})
+
+
+HISTORY = [p(0, "1970-01-01T00:00:00.000Z"), p(1, "2018-03-02T10:23:50.000Z"),
+           p(2, "2018-03-02T10:23:50.000Z", dropped=1), p(3, "2018-03-02T10:29:35.000Z")]
+
+
+def test_the_watermark_of_a_plan():
+    spec = watermark_spec(PLAN)
+    assert (spec.column, spec.delay) == ("ts", "10 minutes")
+    assert watermark_spec("EventTimeWatermark time#4: timestamp, 1 hour").column == "time"
+    assert watermark_spec("Aggregate [k#1]\n+- StreamingRelation x") is None
+
+
+def test_a_row_is_dropped_once_the_watermark_reaches_it():
+    found = verdict(HISTORY, parse_time("2018-03-02 10:11:35"))
+    assert (found.dropped_now, found.first_dropping_batch, found.last_keeping_batch) == (True, 1, 0)
+    later = verdict(HISTORY, parse_time("2018-03-02T10:25:00Z"))
+    assert (later.dropped_now, later.first_dropping_batch, later.last_keeping_batch) == (True, 3, 2)
+    kept = verdict(HISTORY, parse_time("2018-03-02 11:00:00"))
+    assert (kept.dropped_now, kept.first_dropping_batch, kept.last_keeping_batch) == (False, None, 3)
+    assert verdict([p(0, None)], parse_time("2018-03-02 10:00:00")).dropped_now is False
+    assert late_rows(HISTORY) == [(2, 1)]
+
+
+def test_an_event_time_that_is_not_one():
+    with pytest.raises(ConfigError, match="'yesterday' is not an event time"):
+        parse_time("yesterday")
+    assert parse_time("2018-03-02T12:11:35+02:00") == parse_time("2018-03-02 10:11:35")

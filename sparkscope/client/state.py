@@ -155,18 +155,20 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
     return reader
 
 
+OPENED = ("key", "value", "list_element", "user_map_key", "user_map_value")  # structs shown as their fields
+
+
 def flatten(df: DataFrame) -> DataFrame:
-    """key.* and value.* as columns (value_ in front of a name the key has too), then the rest. A struct that
-    is the only field of the value (applyInPandasWithState's groupState) is opened too."""
+    """The fields of the key and the value (and of a list element, a map's key and value, for transformWithState)
+    as columns, a name taken twice prefixed by its struct's; then the rest. A struct that is the only field of
+    the value (applyInPandasWithState's groupState) is opened too. A window in a key stays one column."""
     from pyspark.sql import functions as F
 
     schema = call(lambda: df.schema)
-    names = {f.name for f in schema.fields}
+    names = [f.name for f in schema.fields]
     columns: list[Any] = []
     taken: set[str] = set()
-    for part in ("key", "value"):
-        if part not in names:
-            continue
+    for part in [n for n in OPENED if n in names]:
         path, kind = f"`{part}`", schema[part].dataType
         inner = getattr(kind, "fields", None)
         while (part == "value" and inner is not None and len(inner) == 1
@@ -181,7 +183,7 @@ def flatten(df: DataFrame) -> DataFrame:
             alias = sub.name if sub.name not in taken else f"{part}_{sub.name}"
             columns.append(F.col(f"{path}.`{sub.name}`").alias(alias))
             taken.add(alias)
-    columns += [F.col(n) for n in sorted(names - {"key", "value"})]
+    columns += [F.col(n) for n in names if n not in OPENED]
     return df.select(*columns)
 
 

@@ -42,6 +42,16 @@ EXPECTED = {
     "11_seed_mistakes.py": [r"error: A json sink only takes append mode, not complete\. Add withWatermark",
                             r"warning: withWatermark is applied after the aggregation, so it cannot bound",
                             r"TypeError: 'bool' object is not callable. It is a property: logs.isStreaming is True"],
+    "14_transform_with_state.py": [r"rack1 warning +3\nrack2 +normal +1\nrack3 +normal +0\n",
+                                   r"state variable status\n rack +status\nrack1 warning\nrack2 +normal\nrack3 +normal\n",
+                                   r"state variable hot\n rack +temperature\nrack1 +101.0\nrack1 +102.0\nrack1 +103.0\n"
+                                   r"rack2 +100.0\n",
+                                   r"rack1 +normal +2\nrack1 warning +1\nrack2 +normal +3\nrack3 +normal +3\n"
+                                   r"rack3 warning +1\n",
+                                   r"u1 +30.00 +2 +open\n +u1 +30.00 +2 closed\n +u2 +5.50 +1 +open\n +u2 +10.00 +2 "
+                                   r"+open\n +u2 +10.00 +2 closed\n +u3 +8.25 +2 +open\n",
+                                   r"state variable total \(open sessions only\)\nuserId +total +transactions +last\n"
+                                   r" +u3 +8.25 +2 1690891200000\n"],
     "13_triggers_and_sinks.py": [r"processing time: ticks ran [1-9]\d* micro-batches",
                                  r"continuous: live wrote [1-9]\d* rows without micro-batches \(history 0\)",
                                  r"once: 1 batch, 30 rows; available-now: 3 batches, 30 rows\n",

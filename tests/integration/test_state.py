@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from pyspark.sql import functions as F
@@ -195,3 +196,38 @@ def test_late_names_the_batch_that_dropped_seed_002_s_late_mobile_event(ss, shel
     ok, out, _ = shell.run(":late mobile --at '2018-03-02 10:40:00'")
     assert ok and "A row at 2018-03-02 10:40:00 would be kept now (watermark 2018-03-02 10:23:50)" in out
     query.stop()
+
+
+def test_state_info_lists_the_variables_of_a_transform_with_state_query(ss, shell, tmp_path):
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Counter(StatefulProcessor):
+        def init(self, handle) -> None:
+            self.count = handle.getValueState("count", "n INT")
+            self.seen = handle.getListState("seen", "v INT")
+
+        def handleInputRows(self, key, rows, timerValues):
+            import pandas as pd
+
+            n = self.count.get()[0] if self.count.exists() else 0
+            for batch in rows:
+                n += len(batch)
+                self.seen.appendList([(int(v),) for v in batch["n"]])
+            self.count.update((n,))
+            yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+    src = tmp_path / "in"
+    write(src, "1.json", [{"k": "a", "n": 1}, {"k": "a", "n": 2}, {"k": "b", "n": 3}])
+    counted = events(ss, src, "k STRING, n INT").groupBy("k").transformWithStateInPandas(
+        Counter(), "k STRING, n INT", "update", "None")
+    query = ss.start(counted, "tws")
+    query.process_all_available()
+    query.stop()
+    ok, out, err = shell.run(":state tws --info")
+    assert ok, err
+    assert re.search(r"\| 0 +\| transformWithStateInPandasExec +\| default +\| \d+ +\| 0-0 +\| count, seen +\|", out), out
+    assert "operator 0 (transformWithStateInPandasExec): key struct<k:string>, value struct<n:int>" in out
+    assert sorted(row[:2] for row in shell.rows(":state tws --var count")) == [["a", "2"], ["b", "1"], ["k", "n"]]
+    assert sorted(row[:2] for row in shell.rows(":state tws --var seen")[1:]) == [["a", "1"], ["a", "2"], ["b", "3"]]
+    ok, _, err = shell.run(":state tws --var nope")
+    assert (ok, err) == (False, "error: tws has no state variable 'nope'. Its variables: count, seen.\n")

@@ -26,6 +26,8 @@ class StatefulSession(Protocol):
 
     def query(self, name_or_id: str | Query) -> Query: ...
 
+    def known_queries(self) -> list[Query]: ...
+
 
 @dataclass(frozen=True)
 class Operator:
@@ -72,6 +74,9 @@ class StateOf:
 
 def checkpoint_of(session: StatefulSession, name: str) -> tuple[str, str]:
     """(name, checkpoint) of a query this session knows, or of one in the catalog."""
+    for known in reversed(session.known_queries()):  # no RPC for the queries this process started
+        if known.name == name and known.checkpoint:
+            return known.name, known.checkpoint
     try:
         query = session.query(name)
         if query.checkpoint:
@@ -96,9 +101,16 @@ def _variables(properties: Any) -> tuple[str, ...]:
     return tuple(str(v.get("stateName")) for v in found if isinstance(v, dict) and v.get("stateName"))
 
 
-def state_of(session: StatefulSession, name: str) -> StateOf:
-    """The checkpoint of `name` and its stateful operators; one clear error when it has none."""
+_known: dict[str, StateOf] = {}  # by checkpoint: a query's operators do not change while it runs
+_columns: dict[tuple[Any, ...], list[str]] = {}  # by checkpoint and store read: the flattened columns
+
+
+def state_of(session: StatefulSession, name: str, fresh: bool = True) -> StateOf:
+    """The checkpoint of `name` and its stateful operators; one clear error when it has none. Not `fresh`:
+    the operators read before for this checkpoint, if any (their batch range may be older)."""
     name, checkpoint = checkpoint_of(session, name)
+    if not fresh and checkpoint in _known:
+        return _known[checkpoint]
     try:
         rows = call(lambda: session.spark.read.format("state-metadata").load(checkpoint).collect())
     except Exception as exc:
@@ -116,7 +128,9 @@ def state_of(session: StatefulSession, name: str) -> StateOf:
     operators = [Operator(int(r["operatorId"]), str(r["operatorName"]), str(r["stateStoreName"]),
                           int(r["numPartitions"]), int(r["minBatchId"]), int(r["maxBatchId"]),
                           _variables(r["operatorProperties"])) for r in rows]
-    return StateOf(name, checkpoint, sorted(operators, key=lambda o: (o.id, o.store)))
+    state = StateOf(name, checkpoint, sorted(operators, key=lambda o: (o.id, o.store)))
+    _known[checkpoint] = state
+    return state
 
 
 def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
@@ -159,14 +173,16 @@ OPENED = ("key", "value", "list_element", "user_map_key", "user_map_value")  # s
 
 
 def flatten(df: DataFrame) -> DataFrame:
+    """`df` with flattened_columns."""
+    return df.selectExpr(*flattened_columns(call(lambda: df.schema)))
+
+
+def flattened_columns(schema: Any) -> list[str]:
     """The fields of the key and the value (and of a list element, a map's key and value, for transformWithState)
     as columns, a name taken twice prefixed by its struct's; then the rest. A struct that is the only field of
     the value (applyInPandasWithState's groupState) is opened too. A window in a key stays one column."""
-    from pyspark.sql import functions as F
-
-    schema = call(lambda: df.schema)
     names = [f.name for f in schema.fields]
-    columns: list[Any] = []
+    columns: list[str] = []
     taken: set[str] = set()
     for part in [n for n in OPENED if n in names]:
         path, kind = f"`{part}`", schema[part].dataType
@@ -176,21 +192,25 @@ def flatten(df: DataFrame) -> DataFrame:
             path, kind = f"{path}.`{inner[0].name}`", inner[0].dataType
             inner = kind.fields
         if inner is None:
-            columns.append(F.col(part))
+            columns.append(f"`{part}`")
             taken.add(part)
             continue
         for sub in inner:
             alias = sub.name if sub.name not in taken else f"{part}_{sub.name}"
-            columns.append(F.col(f"{path}.`{sub.name}`").alias(alias))
+            columns.append(f"{path}.`{sub.name}` AS `{alias}`")
             taken.add(alias)
-    columns += [F.col(n) for n in names if n not in OPENED]
-    return df.select(*columns)
+    return columns + [f"`{n}`" for n in names if n not in OPENED]
 
 
 def read_state(session: StatefulSession, name: str, *, batch: int | None = None, operator: int | None = None,
                store: str | None = None, variable: str | None = None) -> DataFrame:
     """The rows a stateful operator of `name` holds (after its newest committed batch, or `batch`)."""
-    state = state_of(session, name)
+    state = state_of(session, name, fresh=False)
+    try:
+        state.operator(operator)
+        state.check_batch(state.operator(operator), batch)
+    except ConfigError:  # perhaps only news to the operators read before: read them again
+        state = state_of(session, name)
     chosen = state.operator(operator)
     state.check_batch(chosen, batch)
     reader = _reader(session, state, chosen, store, variable)
@@ -198,7 +218,10 @@ def read_state(session: StatefulSession, name: str, *, batch: int | None = None,
         reader = reader.option("batchId", batch)
     try:
         df = reader.load(state.checkpoint)
-        return flatten(df)
+        key = (state.checkpoint, chosen.id, store, variable)
+        if key not in _columns:
+            _columns[key] = flattened_columns(call(lambda: df.schema))
+        return df.selectExpr(*_columns[key])
     except Exception as exc:
         raise _state_error(state.name, state.checkpoint, exc) from exc
 

@@ -220,9 +220,10 @@ def read_state(session: StatefulSession, name: str, *, batch: int | None = None,
         df = reader.load(state.checkpoint)
         key = (state.checkpoint, chosen.id, store, variable)
         if key not in _columns:
-            _columns[key] = flattened_columns(call(lambda: df.schema))
+            _columns[key] = flattened_columns(df.schema)  # raw: _state_error reads its error class
         return df.selectExpr(*_columns[key])
     except Exception as exc:
+        _known.pop(state.checkpoint, None)
         raise _state_error(state.name, state.checkpoint, exc) from exc
 
 
@@ -314,4 +315,5 @@ def fetch_state(session: StatefulSession, name: str, df: DataFrame, n: int) -> R
         return fetch(df, n)
     except Exception as exc:
         name, checkpoint = checkpoint_of(session, name)
+        _known.pop(checkpoint, None)
         raise _state_error(name, checkpoint, exc) from exc

@@ -172,11 +172,6 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
 OPENED = ("key", "value", "list_element", "user_map_key", "user_map_value")  # structs shown as their fields
 
 
-def flatten(df: DataFrame) -> DataFrame:
-    """`df` with flattened_columns."""
-    return df.selectExpr(*flattened_columns(call(lambda: df.schema)))
-
-
 def flattened_columns(schema: Any) -> list[str]:
     """The fields of the key and the value (and of a list element, a map's key and value, for transformWithState)
     as columns, a name taken twice prefixed by its struct's; then the rest. A struct that is the only field of

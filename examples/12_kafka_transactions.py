@@ -21,6 +21,9 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from sparkscope.client.kafka.broker import Producer, create_topic
 
+# Each batch of the seed is sent as one burst right after a batch ended: a trigger every 3 s (rather than
+# polling without pause) keeps a burst in one micro-batch, so the outputs below are the same on every run
+TRIGGER = "3 seconds"
 TRANSACTION = "userId STRING, transactionId STRING, transactionTime STRING, amount DOUBLE"
 # (userId, transactionId, transactionTime, amount), sent in two batches
 BATCHES = [
@@ -87,11 +90,12 @@ with example(__doc__, options) as (ss, _, args):
         "t.userId", "t.transactionId", F.to_timestamp("t.transactionTime").alias("transactionTime"), "t.amount")
     totals = ss.start(transactions.groupBy("userId").applyInPandasWithState(
         running_total, "userId STRING, total DOUBLE, transactions INT", "total DOUBLE, count INT", "update",
-        GroupStateTimeout.NoTimeout), "user_totals")
+        GroupStateTimeout.NoTimeout), "user_totals", trigger=TRIGGER)
     sessions = ss.start(transactions.withWatermark("transactionTime", "10 minutes").groupBy("userId")
                         .applyInPandasWithState(session_total, "userId STRING, total DOUBLE, transactions INT, "
                                                 "status STRING", "total DOUBLE, count INT, last BIGINT", "update",
-                                                GroupStateTimeout.EventTimeTimeout), "user_sessions")
+                                                GroupStateTimeout.EventTimeTimeout), "user_sessions",
+                        trigger=TRIGGER)
     for batch in BATCHES:
         send(args.bootstrap, transactions_topic, [dict(zip(("userId", "transactionId", "transactionTime", "amount"),
                                                            row, strict=True)) for row in batch])
@@ -109,7 +113,7 @@ with example(__doc__, options) as (ss, _, args):
         .select("c.*")
     windows = ss.start(clicks.withWatermark("clicktimestamp", "5 minutes")
                        .groupBy(F.window("clicktimestamp", "5 minutes"), "user_id").count(), "click_windows",
-                       mode="update")
+                       mode="update", trigger=TRIGGER)
     for batch in CLICKS:
         send(args.bootstrap, clicks_topic, [{"user_id": user, "clicktimestamp": time} for user, time in batch])
         windows.process_all_available()

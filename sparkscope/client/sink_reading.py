@@ -22,9 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def is_dataframe(value: Any) -> bool:
-    """Whether `value` is a Spark Connect DataFrame (False, without importing pyspark, before it is loaded)."""
-    module = sys.modules.get("pyspark.sql.connect.dataframe")
-    return module is not None and isinstance(value, module.DataFrame)
+    """Whether `value` is a Spark Connect DataFrame (False, without importing pyspark, before it is loaded).
+    The connecting thread may be importing that module right now: a partly run module has no class yet."""
+    dataframe_class = getattr(sys.modules.get("pyspark.sql.connect.dataframe"), "DataFrame", None)
+    return dataframe_class is not None and isinstance(value, dataframe_class)
 
 
 class SinkReading(QueryTracking):

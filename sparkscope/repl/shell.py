@@ -21,6 +21,7 @@ from pygments.lexer import RegexLexer, bygroups, using
 from pygments.lexers.python import PythonLexer
 from pygments.token import Keyword, Name, Operator, String, Text
 
+from ..client.logs import swallowed
 from ..client.paths import private_file, state_dir
 from ..client.sink_reading import is_dataframe
 from ..client.remote import redact
@@ -74,6 +75,13 @@ class ShellCompleter(Completer):
                       if is_dataframe(v) and not k.startswith("_"))
 
     def get_completions(self, document, complete_event) -> Iterable[Completion]:
+        """Candidates for the text before the cursor; a failure offers none, and never ends the prompt."""
+        found: list[Completion] = []
+        with swallowed("completing"):
+            found.extend(self._completions(document))
+        return found
+
+    def _completions(self, document) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.lstrip().startswith(":"):
             yield from self._command_completions(text.lstrip())

@@ -171,3 +171,30 @@ def test_the_server_log_is_rotated_so_a_server_running_for_days_cannot_fill_the_
     numbers = [int(line[5:8]) for line in (previous + kept).splitlines() if line.startswith(b"line")]
     assert numbers == list(range(numbers[0], 100))  # the newest lines, none lost between the two files
     assert oct(log.stat().st_mode & 0o777) == "0o600"
+
+
+def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and_keeps_the_prompt(monkeypatch):
+    """The connecting thread imports pyspark while the user types. A module it is still running is in
+    sys.modules without its classes: asking it for DataFrame crashed the prompt (a CI run ended the REPL with
+    "partially initialized module 'pyspark.sql.connect.dataframe' has no attribute 'DataFrame'")."""
+    import sys
+    import types
+
+    from prompt_toolkit.document import Document
+
+    from sparkscope.client.sink_reading import is_dataframe
+    from sparkscope.repl.shell import ShellCompleter
+
+    monkeypatch.setitem(sys.modules, "pyspark.sql.connect.dataframe", types.ModuleType("half_imported"))
+    assert is_dataframe(object()) is False
+
+    class Executor:
+        namespace = {"counts": object()}
+
+        def session_or_none(self):
+            raise RuntimeError("the session blew up")
+
+    completer = ShellCompleter(Executor())  # type: ignore[arg-type]
+    offered = [c.text for c in completer.get_completions(Document(":start "), None)]
+    assert offered == []  # a failing lookup offers nothing; it does not raise into prompt-toolkit
+    assert [c.text for c in completer.get_completions(Document(":sta"), None)] == [":start", ":state", ":status"]

@@ -94,12 +94,13 @@ class SinkReading(QueryTracking):
 
     # -- state ----------------------------------------------------------------------------------
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
-              variable: str | None = None) -> DataFrame:
+              variable: str | None = None, timers: bool = False) -> DataFrame:
         """What a stateful operator of query `name` holds, from its checkpoint (after its newest batch, or
-        `batch`), keys and values as columns. Works on running, stopped, failed and lost queries."""
+        `batch`), keys and values as columns; `timers`: the timers a transformWithState query has registered.
+        Works on running, stopped, failed and lost queries."""
         from .state import read_state
 
-        return read_state(self, name, batch=batch, operator=operator, store=store, variable=variable)
+        return read_state(self, name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
 
     def state_changes(self, name: str, *, start: int | None = None, end: int | None = None,
                       operator: int | None = None, store: str | None = None,

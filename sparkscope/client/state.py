@@ -40,6 +40,11 @@ class Operator:
     first_batch: int
     last_batch: int
     variables: tuple[str, ...] = ()  # transformWithState's state variables
+    kinds: tuple[str, ...] = ()  # each variable's kind: value, list or map, " with TTL" when it expires
+    timers: str = ""  # transformWithState's time mode when it keeps timers: "processing time", "event time"
+
+    def described_variables(self) -> str:
+        return ", ".join(f"{name} ({kind})" for name, kind in zip(self.variables, self.kinds)) or "-"
 
 
 @dataclass(frozen=True)
@@ -90,15 +95,27 @@ def checkpoint_of(session: StatefulSession, name: str) -> tuple[str, str]:
     return record.name, record.checkpoint
 
 
-def _variables(properties: Any) -> tuple[str, ...]:
+KINDS = {"ValueState": "value", "ListState": "list", "MapState": "map"}
+TIME_MODES = {"ProcessingTime": "processing time", "EventTime": "event time"}
+
+
+def described_state(properties: Any) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """transformWithState's state variables from an operator's properties (JSON): their names, their
+    kinds, and the time mode when the operator keeps timers (Spark's own "$…" variables hold those)."""
     import json
 
     try:
         parsed = json.loads(properties) if properties else {}
     except ValueError:
-        return ()
+        parsed = {}
     found = parsed.get("stateVariables", []) if isinstance(parsed, dict) else []
-    return tuple(str(v.get("stateName")) for v in found if isinstance(v, dict) and v.get("stateName"))
+    found = [v for v in found if isinstance(v, dict) and v.get("stateName")]
+    mine = [v for v in found if not str(v["stateName"]).startswith("$")]
+    kinds = tuple(KINDS.get(str(v.get("stateVariableType")), str(v.get("stateVariableType")).lower())
+                  + (" with TTL" if v.get("ttlEnabled") else "") for v in mine)
+    timers = any(v.get("stateVariableType") == "TimerState" for v in found)
+    mode = TIME_MODES.get(str(parsed.get("timeMode")), "") if timers else ""
+    return tuple(str(v["stateName"]) for v in mine), kinds, mode
 
 
 _known: dict[str, StateOf] = {}  # by checkpoint: a query's operators do not change while it runs
@@ -127,7 +144,7 @@ def state_of(session: StatefulSession, name: str, fresh: bool = True) -> StateOf
                                    data={"name": name})
     operators = [Operator(int(r["operatorId"]), str(r["operatorName"]), str(r["stateStoreName"]),
                           int(r["numPartitions"]), int(r["minBatchId"]), int(r["maxBatchId"]),
-                          _variables(r["operatorProperties"])) for r in rows]
+                          *described_state(r["operatorProperties"])) for r in rows]
     state = StateOf(name, checkpoint, sorted(operators, key=lambda o: (o.id, o.store)))
     _known[checkpoint] = state
     return state
@@ -149,8 +166,14 @@ def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
 
 
 def _reader(session: StatefulSession, state: StateOf, operator: Operator, store: str | None,
-            variable: str | None) -> Any:
+            variable: str | None, timers: bool = False) -> Any:
     reader = session.spark.read.format("statestore").option("operatorId", operator.id)
+    if timers:
+        if not operator.timers:
+            raise ConfigError(f"{state.name} keeps no timers in operator {operator.id}",
+                              "Timers belong to transformWithState queries with a ProcessingTime or EventTime "
+                              "time mode", code="no_timers", data={"name": state.name})
+        return reader.option("readRegisteredTimers", True)
     if variable:
         if operator.variables and variable not in operator.variables:
             raise ConfigError(f"{state.name} has no state variable '{variable}'",
@@ -170,15 +193,26 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
 
 
 OPENED = ("key", "value", "list_element", "user_map_key", "user_map_value")  # structs shown as their fields
+EXPIRY = ("expiration_timestamp_ms", "ttlExpirationMs")  # of a timer, or of a value with a TTL
 
 
 def flattened_columns(schema: Any) -> list[str]:
     """The fields of the key and the value (and of a list element, a map's key and value, for transformWithState)
     as columns, a name taken twice prefixed by its struct's; then the rest. A struct that is the only field of
-    the value (applyInPandasWithState's groupState) is opened too. A window in a key stays one column."""
+    the value (applyInPandasWithState's groupState) is opened too, and so is the value beside the expiry of a
+    variable with a TTL. An expiry or a timer (milliseconds) also shows as a time. A window in a key stays one
+    column."""
     names = [f.name for f in schema.fields]
     columns: list[str] = []
     taken: set[str] = set()
+
+    def add(expression: str, name: str, part: str) -> None:
+        alias = name if name not in taken else f"{part}_{name}"
+        columns.append(f"{expression} AS `{alias}`")
+        taken.add(alias)
+        if name in EXPIRY:
+            columns.append(f"timestamp_millis({expression}) AS `{'fires_at' if part == 'timer' else 'expires_at'}`")
+
     for part in [n for n in OPENED if n in names]:
         path, kind = f"`{part}`", schema[part].dataType
         inner = getattr(kind, "fields", None)
@@ -190,16 +224,26 @@ def flattened_columns(schema: Any) -> list[str]:
             columns.append(f"`{part}`")
             taken.add(part)
             continue
+        expires = any(sub.name in EXPIRY for sub in inner)
         for sub in inner:
-            alias = sub.name if sub.name not in taken else f"{part}_{sub.name}"
-            columns.append(f"{path}.`{sub.name}` AS `{alias}`")
-            taken.add(alias)
-    return columns + [f"`{n}`" for n in names if n not in OPENED]
+            nested = getattr(sub.dataType, "fields", None)
+            if expires and nested is not None:  # {value, expiration_timestamp_ms}: the value's own fields
+                for field in nested:
+                    add(f"{path}.`{sub.name}`.`{field.name}`", field.name, part)
+            else:
+                add(f"{path}.`{sub.name}`", sub.name, part)
+    for name in names:
+        if name in EXPIRY:  # a timer: when it fires
+            add(f"`{name}`", name, "timer")
+        elif name not in OPENED:
+            columns.append(f"`{name}`")
+    return columns
 
 
 def read_state(session: StatefulSession, name: str, *, batch: int | None = None, operator: int | None = None,
-               store: str | None = None, variable: str | None = None) -> DataFrame:
-    """The rows a stateful operator of `name` holds (after its newest committed batch, or `batch`)."""
+               store: str | None = None, variable: str | None = None, timers: bool = False) -> DataFrame:
+    """The rows a stateful operator of `name` holds (after its newest committed batch, or `batch`); with
+    `timers`, the timers a transformWithState query has registered, and when each fires."""
     state = state_of(session, name, fresh=False)
     try:
         state.operator(operator)
@@ -208,12 +252,12 @@ def read_state(session: StatefulSession, name: str, *, batch: int | None = None,
         state = state_of(session, name)
     chosen = state.operator(operator)
     state.check_batch(chosen, batch)
-    reader = _reader(session, state, chosen, store, variable)
+    reader = _reader(session, state, chosen, store, variable, timers)
     if batch is not None:
         reader = reader.option("batchId", batch)
     try:
         df = reader.load(state.checkpoint)
-        key = (state.checkpoint, chosen.id, store, variable)
+        key = (state.checkpoint, chosen.id, store, variable, timers)
         if key not in _columns:
             _columns[key] = flattened_columns(df.schema)  # raw: _state_error reads its error class
         return df.selectExpr(*_columns[key])
@@ -280,25 +324,27 @@ def _flatten_change(df: DataFrame) -> DataFrame:
 
 
 def state_info(session: StatefulSession, name: str) -> tuple[StateOf, list[tuple[Operator, str, Any]]]:
-    """The operators, and for each its state schema and rows and bytes per partition (a DataFrame)."""
+    """The operators, and for each (each state variable, for transformWithState) its state schema and rows
+    and bytes per partition (a DataFrame)."""
     from pyspark.sql import functions as F
 
     state = state_of(session, name)
     details = []
     for operator in state.operators:
-        try:
-            df = _reader(session, state, operator, operator.store if operator.store != "default" else None,
-                         None).load(state.checkpoint)
-            schema = call(lambda df=df: df.schema)
-            parts = df.groupBy("partition_id").agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.sum(F.octet_length(F.to_json(F.struct("key", "value")))).alias("bytes (as JSON)")) \
-                .orderBy("partition_id")
-        except Exception as exc:
-            raise _state_error(state.name, state.checkpoint, exc) from exc
-        key_type = schema["key"].dataType.simpleString()
-        value_type = schema["value"].dataType.simpleString()
-        details.append((operator, f"key {key_type}, value {value_type}", parts))
+        for variable in operator.variables or (None,):
+            try:
+                df = _reader(session, state, operator, operator.store if operator.store != "default" else None,
+                             variable).load(state.checkpoint)
+                schema = call(lambda df=df: df.schema)
+                held = [f.name for f in schema.fields if f.name != "partition_id"]
+                parts = df.groupBy("partition_id").agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    F.sum(F.octet_length(F.to_json(F.struct(*held)))).alias("bytes (as JSON)")) \
+                    .orderBy("partition_id")
+            except Exception as exc:
+                raise _state_error(state.name, state.checkpoint, exc) from exc
+            described = ", ".join(f"{field} {schema[field].dataType.simpleString()}" for field in held)
+            details.append((operator, (f"{variable}: " if variable else "") + described, parts))
     return state, details
 
 

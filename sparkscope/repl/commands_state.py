@@ -41,9 +41,9 @@ def _table(ctx: CommandContext, name: str, df: Any, opts: Options, what: str) ->
 def _info(ctx: CommandContext, name: str) -> Result:
     state, details = ctx.session.state_info(name)
     results: list[Table | Message | Block] = []
-    rows = [[o.id, o.name, o.store, o.partitions, f"{o.first_batch}-{o.last_batch}", ", ".join(o.variables) or "-"]
-            for o in state.operators]
-    results.append(Table(["operator", "name", "store", "partitions", "batches", "state variables"], rows,
+    rows = [[o.id, o.name, o.store, o.partitions, f"{o.first_batch}-{o.last_batch}", o.described_variables(),
+             o.timers or "-"] for o in state.operators]
+    results.append(Table(["operator", "name", "store", "partitions", "batches", "state variables", "timers"], rows,
                          title=f"{state.name}: state in {state.checkpoint}"))
     for operator, schema, parts in details:
         fetched = fetch_state(ctx.session, name, parts, 10_000)
@@ -55,11 +55,11 @@ def _info(ctx: CommandContext, name: str) -> Result:
 
 
 @command("state", "Show what a query's stateful operators hold, from its checkpoint (--info: operators, schema "
-         "and rows per partition; --changes: how it changed batch by batch)",
+         "and rows per partition; --changes: how it changed batch by batch; --timers: transformWithState's timers)",
          args=(Arg("NAME", complete=Complete.QUERY),),
          options=(valued("batch", "N"), valued("operator", "ID"), valued("store", "NAME"), valued("var", "NAME"),
                   valued("where", "EXPR"), valued("limit", "N"), valued("export", "FILE.csv|FILE.jsonl"),
-                  flag("info"), flag("changes"), valued("from", "N"), valued("to", "M")))
+                  flag("info"), flag("changes"), valued("from", "N"), valued("to", "M"), flag("timers")))
 def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     name = args[0]
     if opts.flag("info"):
@@ -72,8 +72,10 @@ def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if "from" in opts or "to" in opts:
         raise UsageError("--from and --to go with --changes", f"e.g. :state {name} --changes --from 3 --to 5")
     batch = _number(opts, "batch")
-    df = ctx.session.state(name, batch=batch, operator=operator, store=store, variable=variable)
-    return _table(ctx, name, df, opts, f"{name}'s state" + (f" after batch {batch}" if batch is not None else ""))
+    timers = opts.flag("timers")
+    df = ctx.session.state(name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
+    what = f"{name}'s {'timers' if timers else 'state'}"
+    return _table(ctx, name, df, opts, what + (f" after batch {batch}" if batch is not None else ""))
 
 
 def _when(value: object) -> str:

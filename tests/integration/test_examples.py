@@ -44,8 +44,15 @@ EXPECTED = {
                             r"TypeError: 'bool' object is not callable. It is a property: logs.isStreaming is True"],
     "14_transform_with_state.py": [r"rack1 warning +3\nrack2 +normal +1\nrack3 +normal +0\n",
                                    r"state variable status\n rack +status\nrack1 warning\nrack2 +normal\nrack3 +normal\n",
-                                   r"state variable hot\n rack +temperature\nrack1 +101.0\nrack1 +102.0\nrack1 +103.0\n"
-                                   r"rack2 +100.0\n",
+                                   r"state variable hot\n rack +temperature +expires_in_a_day\nrack1 +101.0 +True\n"
+                                   r"rack1 +102.0 +True\nrack1 +103.0 +True\nrack2 +100.0 +True\n",
+                                   r"state variables: .*hot \(list with TTL\)", r"state variables: .*status \(value\)",
+                                   r"state variables: .*readings_per_status \(map\)",
+                                   r"timers\nuserId +expiration_timestamp_ms +fires_at\n +u3 +1690894800000 "
+                                   r"2023-08-01 13:00:00\n",
+                                   r"the same sessions on Rows\nuserId +total +transactions status\n +u1 +30.00 +2 +open\n"
+                                   r" +u1 +30.00 +2 closed\n +u2 +5.50 +1 +open\n +u2 +10.00 +2 +open\n +u2 +10.00 +2 "
+                                   r"closed\n +u3 +8.25 +2 +open\n",
                                    r"rack1 +normal +2\nrack1 warning +1\nrack2 +normal +3\nrack3 +normal +3\n"
                                    r"rack3 warning +1\n",
                                    r"u1 +30.00 +2 +open\n +u1 +30.00 +2 closed\n +u2 +5.50 +1 +open\n +u2 +10.00 +2 "

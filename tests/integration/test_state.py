@@ -225,9 +225,14 @@ def test_state_info_lists_the_variables_of_a_transform_with_state_query(ss, shel
     query.stop()
     ok, out, err = shell.run(":state tws --info")
     assert ok, err
-    assert re.search(r"\| 0 +\| transformWithStateInPandasExec +\| default +\| \d+ +\| 0-0 +\| count, seen +\|", out), out
-    assert "operator 0 (transformWithStateInPandasExec): key struct<k:string>, value struct<n:int>" in out
+    assert re.search(r"\| 0 +\| transformWithStateInPandasExec +\| default +\| \d+ +\| 0-0 +\| count \(value\), "
+                     r"seen \(list\) +\| - +\|", out), out
+    assert "operator 0 (transformWithStateInPandasExec): count: key struct<k:string>, value struct<n:int>" in out
+    assert "operator 0 (transformWithStateInPandasExec): seen: key struct<k:string>, list_element struct<v:int>" in out
     assert sorted(row[:2] for row in shell.rows(":state tws --var count")) == [["a", "2"], ["b", "1"], ["k", "n"]]
     assert sorted(row[:2] for row in shell.rows(":state tws --var seen")[1:]) == [["a", "1"], ["a", "2"], ["b", "3"]]
     ok, _, err = shell.run(":state tws --var nope")
     assert (ok, err) == (False, "error: tws has no state variable 'nope'. Its variables: count, seen.\n")
+    ok, _, err = shell.run(":state tws --timers")
+    assert (ok, err) == (False, "error: tws keeps no timers in operator 0. Timers belong to transformWithState "
+                                "queries with a ProcessingTime or EventTime time mode.\n")

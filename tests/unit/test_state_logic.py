@@ -47,3 +47,36 @@ def test_an_event_time_that_is_not_one():
     with pytest.raises(ConfigError, match="'yesterday' is not an event time"):
         parse_time("yesterday")
     assert parse_time("2018-03-02T12:11:35+02:00") == parse_time("2018-03-02 10:11:35")
+
+
+def test_transform_with_state_variables_are_named_with_their_kind_ttl_and_time_mode():
+    from sparkscope.client.state import described_state
+
+    properties = ('{"timeMode":"ProcessingTime","outputMode":"Update","stateVariables":['
+                  '{"stateName":"total","stateVariableType":"ValueState","ttlEnabled":true},'
+                  '{"stateName":"$procTimers_keyToTimestamp","stateVariableType":"TimerState","ttlEnabled":false},'
+                  '{"stateName":"seen","stateVariableType":"MapState","ttlEnabled":false}]}')
+    assert described_state(properties) == (("total", "seen"), ("value with TTL", "map"), "processing time")
+    no_timers = '{"timeMode":"EventTime","stateVariables":[{"stateName":"n","stateVariableType":"ListState"}]}'
+    assert described_state(no_timers) == (("n",), ("list",), "")
+    assert described_state(None) == ((), (), "")
+    assert described_state("not json") == ((), (), "")
+
+
+def test_a_value_with_a_ttl_and_a_timer_are_flattened_with_their_times():
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    from sparkscope.client.state import flattened_columns
+
+    key = StructField("key", StructType([StructField("userId", StringType())]))
+    ttl_value = StructType([key, StructField("list_element", StructType([
+        StructField("value", StructType([StructField("temperature", DoubleType())])),
+        StructField("ttlExpirationMs", LongType())])), StructField("partition_id", LongType())])
+    assert flattened_columns(ttl_value) == [
+        "`key`.`userId` AS `userId`", "`list_element`.`value`.`temperature` AS `temperature`",
+        "`list_element`.`ttlExpirationMs` AS `ttlExpirationMs`",
+        "timestamp_millis(`list_element`.`ttlExpirationMs`) AS `expires_at`", "`partition_id`"]
+    timer = StructType([key, StructField("expiration_timestamp_ms", LongType()), StructField("partition_id", LongType())])
+    assert flattened_columns(timer) == [
+        "`key`.`userId` AS `userId`", "`expiration_timestamp_ms` AS `expiration_timestamp_ms`",
+        "timestamp_millis(`expiration_timestamp_ms`) AS `fires_at`", "`partition_id`"]

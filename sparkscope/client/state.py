@@ -44,7 +44,7 @@ class Operator:
     timers: str = ""  # transformWithState's time mode when it keeps timers: "processing time", "event time"
 
     def described_variables(self) -> str:
-        return ", ".join(f"{name} ({kind})" for name, kind in zip(self.variables, self.kinds)) or "-"
+        return ", ".join(f"{name} ({kind})" for name, kind in zip(self.variables, self.kinds, strict=True)) or "-"
 
 
 @dataclass(frozen=True)

@@ -96,4 +96,30 @@ def progress_chart_lines(history: Sequence, width: int, height: int = 8) -> list
     for key in OPERATION_KEYS:
         series = [p.durations_ms.get(key, 0) for p in history]
         lines.append(f"  {key:<14} {last.durations_ms.get(key, 0):>7}  {sparkline(series, spark_width)}")
+    if any(p.state for p in history):  # a stateful query: what its state holds, over time
+        from .render import size
+
+        lines.append(" State: last batch, then the trend")
+        lines.append(f"  {'rows':<14} {last.state_rows:>9,}  {sparkline([p.state_rows for p in history], spark_width)}")
+        lines.append(f"  {'memory':<14} {size(last.state_memory_bytes):>9}  "
+                     f"{sparkline([p.state_memory_bytes for p in history], spark_width)}")
+    return lines
+
+
+def watermark_chart_lines(history: Sequence, width: int, height: int = 6) -> list[str]:
+    """How a query's watermark moved, batch by batch: event time after its first watermark (the epoch, which
+    Spark reports before any event, is left out). No lines until it has moved."""
+    from datetime import datetime
+
+    points = [(p.batch_id, datetime.fromisoformat(p.watermark.replace("Z", "+00:00"))) for p in history
+              if p.watermark and not p.watermark.startswith("1970-01-01T00:00:00")]
+    if len({moment for _, moment in points}) < 2:
+        return []
+    first = points[0][1]
+    span = (points[-1][1] - first).total_seconds()
+    scale, unit = (3600, "hours") if span >= 3 * 3600 else (60, "minutes") if span >= 180 else (1, "seconds")
+    after = [(moment - first).total_seconds() / scale for _, moment in points]
+    lines = [" Watermark"]
+    lines += line_chart({"watermark": after}, width, height, f"{unit} after {first:%Y-%m-%d %H:%M:%S}",
+                        (f"batch {points[0][0]}", f"batch {points[-1][0]}"))
     return lines

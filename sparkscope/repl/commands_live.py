@@ -8,7 +8,7 @@ import time
 
 from .commands import int_option
 from .registry import Arg, Complete, Options, Runs, UsageError, command, flag, valued
-from .results import Message, Result
+from .results import Message, Result, Table
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import CommandContext
@@ -27,7 +27,19 @@ def watch(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         session.query(name).stop()
         return f"stopped {name}"
 
-    dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}")
+    def read_state(name: str, width: int) -> str:
+        from ..client.state import fetch_state
+        from .commands_state import STATE_ROWS
+        from .render import render_table
+
+        rows = fetch_state(session, name, session.state(name), STATE_ROWS + 1)
+        more = "; :state NAME --limit N shows more" if len(rows.rows) > STATE_ROWS else ""
+        table = Table(rows.columns, rows.rows[:STATE_ROWS], title=f"{name}: its state after the newest batch",
+                      footer=f"({min(len(rows.rows), STATE_ROWS)} rows{more}; q back)")
+        return render_table(table, width)
+
+    dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}",
+                          read_state=read_state)
     live.dashboard = dashboard
     try:
         dashboard.run()

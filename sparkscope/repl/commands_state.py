@@ -87,7 +87,8 @@ def _when(value: object) -> str:
          args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("at", "TIME"), valued("last", "N")))
 def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     from ..client.lateness import late_rows, parse_time, verdict, watermark_spec
-    from .render import watermark
+    from .charts import watermark_chart_lines
+    from .render import terminal_width, watermark
 
     session = ctx.session
     query = session.query(args[0])
@@ -108,6 +109,9 @@ def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
             for p in history[-last:]]
     results.append(Table(["batch", "time", "watermark", "input rows", "dropped late"], rows,
                          footer="(the watermark each batch ran with; a row at or before it is late)"))
+    chart = watermark_chart_lines(history[-last:], min(terminal_width(), 120) - 1)
+    if chart:
+        results.append(Block("\n".join(chart)))
     if opts.text("at"):
         at = parse_time(str(opts.text("at")))
         found = verdict(history, at)

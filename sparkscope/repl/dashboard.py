@@ -26,6 +26,7 @@ HELP = [
     "↑/↓ or k/j   select a query",
     "Enter        details and charts of the selected query",
     "s            stop the selected query (asks first)",
+    "t            what the selected query's state holds (:state NAME, first rows)",
     "p            pause / resume updates",
     "?            this help",
     "q or Esc     back (from the list: back to the prompt)",
@@ -36,13 +37,16 @@ STYLE = Style.from_dict({"title": "reverse bold", "header": "bold", "selected": 
 
 class Dashboard:
     def __init__(self, monitor: Monitor, names: list[str] | None, stop_query: Callable[[str], str],
-                 title: str = "sparkscope :watch", output: Any = None, input: Any = None):
+                 title: str = "sparkscope :watch", output: Any = None, input: Any = None,
+                 read_state: Callable[[str, int], str] | None = None):
         self.monitor = monitor
         self.names = names or None
         self.stop_query = stop_query
+        self.read_state = read_state  # (name, width) -> the state table as text, or one error line
+        self.state_text = ""
         self.title = title
         self.selected = 0
-        self.view = "list"  # list | detail | help
+        self.view = "list"  # list | detail | state | help
         self.paused = False
         self.confirming: str | None = None
         self.message = ""
@@ -83,7 +87,7 @@ class Dashboard:
     def _footer(self):
         if self.confirming:
             return [("class:footer", f" Stop {self.confirming}? [y/n] ".ljust(self._width()))]
-        keys = " q back  ↑↓ select  Enter details  s stop  p pause  ? help "
+        keys = " q back  ↑↓ select  Enter details  t state  s stop  p pause  ? help "
         text = f" {self.message} |{keys}" if self.message else keys
         return [("class:footer", truncate(text, self._width()).ljust(self._width()))]
 
@@ -92,6 +96,8 @@ class Dashboard:
             return [("", "\n".join(["", *HELP]))]
         if self.view == "detail":
             return self._detail()
+        if self.view == "state":
+            return [("", "\n" + self.state_text)]
         return self._list()
 
     def _list(self):
@@ -177,6 +183,13 @@ class Dashboard:
             if self.current() is not None:
                 self.view = "detail"
 
+        @kb.add("t")
+        def _(event) -> None:
+            track = self.current()
+            if track is not None and self.read_state is not None:
+                self.view, self.state_text = "state", f" reading the state of {track.name}…"
+                threading.Thread(target=self._read_state, args=(track.name,), daemon=True).start()
+
         @kb.add("?")
         def _(event) -> None:
             self.view = "list" if self.view == "help" else "help"
@@ -225,6 +238,13 @@ class Dashboard:
             self.message = self.stop_query(name)
         except Exception as exc:  # shown in the footer; the dashboard keeps running
             self.message = error_line(exc)
+        self.app.invalidate()
+
+    def _read_state(self, name: str) -> None:
+        try:
+            self.state_text = self.read_state(name, self._width()) if self.read_state else ""
+        except Exception as exc:  # shown in the view; the dashboard keeps running
+            self.state_text = error_line(exc)
         self.app.invalidate()
 
     # -- running ----------------------------------------------------------------------------------------

@@ -42,6 +42,34 @@ def test_watch_shows_two_queries_updating_opens_details_and_stops_one(repl):
     assert re.search(r"\|\s*fast\s*\|\s*\w+\s*\|\s*active", listed), listed
 
 
+def test_watch_details_chart_the_state_and_t_shows_what_it_holds(repl):
+    repl.run("counts = ss.source.rate(10).groupBy((F.col('value') % 3).alias('k')).count()")
+    repl.run("ticks = ss.source.rate(10)")
+    assert "Started counts" in repl.run(":start counts --trigger 500ms")
+    assert "Started ticks" in repl.run(":start ticks --trigger 500ms")
+    repl.child.send(":watch counts ticks\r")
+    screen = Screen(repl.child)
+    screen.wait_for(lambda t: batch_of(screen, "counts") >= 1, what="counts listed with a batch")
+    repl.child.send("\r")
+    screen.wait_for(lambda t: re.search(r"State: last batch, then the trend\n +rows +3 .*\n +memory +[\d.]+ \w?i?B", t),
+                    what="the state rows and memory in the detail view")
+    repl.child.send("t")
+    screen.wait_for(lambda t: "counts: its state after the newest batch" in t and "(3 rows; q back)" in t,
+                    what="the state table")
+    keys = sorted(line.split("|")[1].strip() for line in screen.screen.display
+                  if re.match(r"\| +\d+ +\| +\d+ +\|", line.strip()))
+    assert keys == ["0", "1", "2"], screen.text
+    repl.child.send("q")
+    screen.wait_for(lambda t: "its state after" not in t and "state rows" in t, what="the list again")
+    repl.child.send("j")  # ticks keeps no state: one line says so
+    repl.child.send("t")
+    screen.wait_for(lambda t: "error: ticks keeps no state: it has no stateful operator" in t, what="the one line")
+    repl.child.send("q")
+    repl.child.send("q")
+    repl.prompt()
+    assert re.search(r"\|\s*counts\s*\|\s*\w+\s*\|\s*active", repl.run(":queries"))
+
+
 def test_tail_prints_batches_while_a_typed_command_still_works(repl):
     repl.run("ticks = ss.source.rate(4)")
     repl.run(":start ticks --trigger 1s")

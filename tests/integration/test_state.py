@@ -195,6 +195,12 @@ def test_late_names_the_batch_that_dropped_seed_002_s_late_mobile_event(ss, shel
                                  f"10:23:50); dropped from batch {moved} on, kept up to batch {moved - 1}.")
     ok, out, _ = shell.run(":late mobile --at '2018-03-02 10:40:00'")
     assert ok and "A row at 2018-03-02 10:40:00 would be kept now (watermark 2018-03-02 10:23:50)" in out
+    assert " Watermark" not in out  # it has moved once: nothing to chart yet
+    write(src, "file3.json", [{"id": "p6", "action": "close", "ts": "2018-03-02T10:45:00"}])
+    query.process_all_available()
+    ok, out, _ = shell.run(":late mobile")
+    assert ok and " Watermark\n" in out and "● watermark   (minutes after 2018-03-02 10:23:50)" in out, out
+    assert re.search(r"^ +11 ┤ .*●+$", out, re.MULTILINE), out  # 10:35:00, 11 minutes on
     query.stop()
 
 

@@ -80,3 +80,20 @@ def test_a_value_with_a_ttl_and_a_timer_are_flattened_with_their_times():
     assert flattened_columns(timer) == [
         "`key`.`userId` AS `userId`", "`expiration_timestamp_ms` AS `expiration_timestamp_ms`",
         "timestamp_millis(`expiration_timestamp_ms`) AS `fires_at`", "`partition_id`"]
+
+
+def test_the_late_chart_plots_the_watermark_after_the_first_event_and_none_before_it_moves():
+    from sparkscope.repl.charts import watermark_chart_lines
+
+    assert watermark_chart_lines([p(0, "1970-01-01T00:00:00.000Z"), p(1, "2018-03-02T10:13:00.000Z")], 60) == []
+    history = [p(0, "1970-01-01T00:00:00.000Z"), p(1, "2018-03-02T10:13:00.000Z"),
+               p(2, "2018-03-02T10:13:00.000Z"), p(3, "2018-03-02T10:23:50.000Z")]
+    assert watermark_chart_lines(history, 40, height=4) == [
+        " Watermark",
+        "    11 ┤                      ●●●●●●●●●●",  # 10 min 50 s after the first, from batch 3
+        "       ┤                                ",
+        "   5.4 ┤                                ",
+        "     0 ┤  ●●●●●●●●●●●●●●●●●●●●          ",  # batches 1 and 2: the first watermark
+        "       └────────────────────────────────",
+        "        batch 1                  batch 3",
+        "        ● watermark   (minutes after 2018-03-02 10:13:00)"]

@@ -17,6 +17,11 @@ from .query import Query, summarise_error
 from .remote import Target
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
+# ...and never more than the last HISTORY_SECONDS of batches, or HISTORY_BYTES of their JSON: a count alone
+# filled only after 100 minutes at a 10 s trigger, so a client's memory grew for that long before it settled
+HISTORY_SECONDS = 10 * 60
+HISTORY_BYTES = 2 * 2**20
+NOTICES_KEPT = 100
 
 
 class WatchedSession(Protocol):
@@ -58,6 +63,7 @@ class Track:
     idle_since: float | None = None
     history: deque = field(default_factory=lambda: deque(maxlen=HISTORY_SIZE))
     updated_at: float = field(default_factory=time.time)
+    history_bytes: int = 0  # of the JSON of the batches kept
 
     @property
     def latest(self) -> Progress | None:
@@ -68,10 +74,27 @@ class Track:
         latest = self.latest
         if latest is not None and (progress.batch_id, progress.timestamp) <= (latest.batch_id, latest.timestamp):
             return False
+        if len(self.history) == self.history.maxlen:
+            self.history_bytes -= len(self.history[0].raw_json)
         self.history.append(progress)
+        self.history_bytes += len(progress.raw_json)
+        newest = _seconds(progress.timestamp)
+        while len(self.history) > 1 and (self.history_bytes > HISTORY_BYTES
+                                         or newest - _seconds(self.history[0].timestamp) > HISTORY_SECONDS):
+            self.history_bytes -= len(self.history.popleft().raw_json)
         self.updated_at = time.time()
         self.idle_since = None
         return True
+
+
+def _seconds(timestamp: str) -> float:
+    """A batch's trigger time (Spark's ISO text) as epoch seconds; 0 when it cannot be read."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 class TrackBook:
@@ -122,6 +145,7 @@ class TrackBook:
 
     def _notice(self, message: str, code: str | None = None) -> None:
         self.notices.append(message)
+        del self.notices[:-NOTICES_KEPT]
         self._publish(Event("notice", message=message, code=code))
 
     def _track(self, query_id: str, name: str | None) -> Track:

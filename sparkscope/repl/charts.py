@@ -97,11 +97,9 @@ def progress_chart_lines(history: Sequence, width: int, height: int = 8) -> list
         series = [p.durations_ms.get(key, 0) for p in history]
         lines.append(f"  {key:<14} {last.durations_ms.get(key, 0):>7}  {sparkline(series, spark_width)}")
     if any(p.state for p in history):  # a stateful query: what its state holds, over time
-        from .render import size
-
         lines.append(" State: last batch, then the trend")
         lines.append(f"  {'rows':<14} {last.state_rows:>9,}  {sparkline([p.state_rows for p in history], spark_width)}")
-        lines.append(f"  {'memory':<14} {size(last.state_memory_bytes):>9}  "
+        lines.append(f"  {'memory':<14} {compact(last.state_memory_bytes) + 'B':>9}  "
                      f"{sparkline([p.state_memory_bytes for p in history], spark_width)}")
     return lines
 

@@ -194,6 +194,23 @@ class Dashboard:
         def _(event) -> None:
             self.view = "list" if self.view == "help" else "help"
 
+        @kb.add("q")
+        @kb.add("escape", eager=True)
+        @kb.add("c-c")
+        def _(event) -> None:
+            if self.confirming:
+                self.confirming = None
+            elif self.view != "list":
+                self.view = "list"
+            else:
+                event.app.exit()
+
+        self._add_actions(kb)
+        return kb
+
+    def _add_actions(self, kb: KeyBindings) -> None:
+        """Pause, and stopping the selected query (asked first)."""
+
         @kb.add("p")
         def _(event) -> None:
             self.paused = not self.paused
@@ -219,19 +236,6 @@ class Dashboard:
         @kb.add("n")
         def _(event) -> None:
             self.confirming = None
-
-        @kb.add("q")
-        @kb.add("escape", eager=True)
-        @kb.add("c-c")
-        def _(event) -> None:
-            if self.confirming:
-                self.confirming = None
-            elif self.view != "list":
-                self.view = "list"
-            else:
-                event.app.exit()
-
-        return kb
 
     def _stop(self, name: str) -> None:
         try:

@@ -43,9 +43,25 @@ def _file_handler() -> logging.Handler:
     return handler
 
 
+class _ToCurrentStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a record comes: while the prompt is shown, that is prompt-toolkit's
+    proxy, which prints above the prompt (a stream fixed at start wrote onto the prompt's line)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def configure(debug: bool = False) -> None:
     """Notices ('notice: …') on stderr, debug records and third-party logs in the client log."""
-    notices = logging.StreamHandler(sys.stderr)
+    notices = _ToCurrentStderr()
     notices.setFormatter(_Redacting("notice: %(message)s" if not debug else "%(levelname)s %(name)s: %(message)s"))
     notices.setLevel(logging.DEBUG if debug else logging.INFO)
     logger = logging.getLogger("sparkscope")
@@ -82,7 +98,4 @@ def quiet_stderr() -> None:
     saved = os.dup(2)
     os.dup2(log, 2)
     os.close(log)
-    sys.stderr = os.fdopen(saved, "w", buffering=1)
-    for handler in logging.getLogger("sparkscope").handlers:  # the notices follow sys.stderr
-        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
-            handler.setStream(sys.stderr)
+    sys.stderr = os.fdopen(saved, "w", buffering=1)  # the notices follow it (_ToCurrentStderr)

@@ -31,6 +31,7 @@ from .registry import UsageError, split_args
 from .settings import repl_setting
 from .executor import Executor
 from .statements import enter_submits, indent_for
+from .terminal import AbovePlainPrompt
 
 
 
@@ -243,13 +244,28 @@ class Shell:
             return False
         return answer.strip().lower() in ("y", "yes")
 
+    @contextlib.contextmanager
+    def _output_above_prompt(self):
+        """While the prompt waits, what other threads print goes above it, never onto its line."""
+        if not is_dumb_terminal():
+            with patch_stdout(raw=True):
+                yield
+            return
+        saved = sys.stdout, sys.stderr
+        line = lambda: "sparkscope> " + self.prompt.default_buffer.text  # noqa: E731
+        sys.stdout, sys.stderr = AbovePlainPrompt(saved[0], line), AbovePlainPrompt(saved[1], line)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+
     def loop(self) -> int:
         while not self.executor.exit_requested:
             try:
                 # Output from other threads goes above the prompt only while the prompt is shown. A
                 # command's own output is written directly and in order: through the proxy it could
                 # land after the next prompt was drawn, with no prompt below it.
-                with patch_stdout(raw=True):
+                with self._output_above_prompt():
                     text = self.prompt.prompt("sparkscope> ", vi_mode=self.executor.vi_mode)
             except KeyboardInterrupt:
                 continue

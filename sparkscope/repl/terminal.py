@@ -64,3 +64,36 @@ def page(text: str) -> bool:
     except OSError:
         return False
     return True
+
+
+class AbovePlainPrompt:
+    """sys.stdout and sys.stderr while a dumb terminal's prompt waits (prompt-toolkit then prints the prompt
+    and echoes keys, without cursor moves, and its patch_stdout writes onto the prompt's line). Output from
+    other threads (a notice, an alert) starts on a new line, and the prompt with what was typed so far is
+    printed again below it."""
+
+    def __init__(self, stream: Any, prompt_line: Any):
+        import threading
+
+        self._stream = stream
+        self._prompt_line = prompt_line  # () -> the prompt and the text typed so far
+        self._lock = threading.Lock()
+        self._on_prompt_line = True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if self._on_prompt_line:
+                self._stream.write("\n")
+                self._on_prompt_line = False
+            self._stream.write(text)
+            if text.endswith("\n"):
+                self._stream.write(self._prompt_line())
+                self._on_prompt_line = True
+            self._stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding… of the real stream
+        return getattr(self._stream, name)

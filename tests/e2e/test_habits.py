@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 
 import pexpect
+import pytest
 
 from tests.e2e.conftest import Repl, Screen, clean, spawn
 
@@ -54,21 +57,48 @@ def test_the_toolbar_follows_connection_and_failures_without_a_key(remote_url):
     child.expect(pexpect.EOF, timeout=30)
 
 
-def test_the_toolbar_shows_how_a_cold_start_of_the_server_goes(tmp_path):
-    from sparkscope.client.processes import free_port
+@contextlib.contextmanager
+def port_15002_taken():
+    """Port 15002 held by another program (the user's own server may hold it already: then it stays so)."""
+    holder = socket.socket()
+    try:
+        with contextlib.suppress(OSError):
+            holder.bind(("127.0.0.1", 15002))
+            holder.listen()
+        yield
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_a_cold_start_draws_the_prompt_at_once_and_notices_above_it(tmp_path, term):
+    """The very first start: the server must be started and 15002 is taken. The prompt shows without a key
+    (once a notice printed onto its line hid it until a key redrew it), the notice on a line of its own
+    above it; on xterm the toolbar says how the start goes."""
     from sparkscope.client.server import LocalServer
 
-    child = spawn("--port", str(free_port()), env={"PROMPT_TOOLKIT_NO_CPR": "0", "XDG_STATE_HOME": str(tmp_path)})
-    try:
-        screen = Screen(child, answer_cpr=True)
-        screen.wait_for(lambda text: re.search(r"connecting… \(Spark server: starting (Java|the Spark session), "
-                                               r"\d+ s\)", text), timeout=60, what="the start-up stage")
-        screen.wait_for(lambda text: re.search(r"session [0-9a-f]{8}\s+queries: 0", text), timeout=120,
-                        what="the toolbar to show the session once the server is up")
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF, timeout=30)
-    finally:
-        LocalServer(tmp_path / "sparkscope").stop(grace=10)
+    with port_15002_taken():
+        child = spawn(env={"PROMPT_TOOLKIT_NO_CPR": "0", "XDG_STATE_HOME": str(tmp_path), "TERM": term})
+        try:
+            screen = Screen(child, answer_cpr=True)
+            if term == "xterm":
+                screen.wait_for(lambda text: re.search(r"connecting… \(Spark server: starting (Java|the Spark "
+                                                       r"session), \d+ s\)", text), timeout=60,
+                                what="the start-up stage")
+            screen.wait_for(lambda text: re.search(r"^notice: Port 15002 is taken by another program or server; the "
+                                                   r"embedded server uses port \d+ \(sparkscope --port N picks "
+                                                   r"one\)\nsparkscope>", text, re.M),
+                            timeout=60, what="the notice on a line of its own, the prompt below it, without a key")
+            if term == "xterm":
+                screen.wait_for(lambda text: re.search(r"session [0-9a-f]{8}\s+queries: 0", text), timeout=120,
+                                what="the toolbar to show the session once the server is up")
+            repl = Repl(child)
+            child.send("'@sync' + '0@'\r")
+            assert "'@sync0@'" in repl.expect(re.escape("'@sync0@'"), timeout=120)
+            child.sendcontrol("d")
+            child.expect(pexpect.EOF, timeout=30)
+        finally:
+            LocalServer(tmp_path / "sparkscope").stop(grace=10)
 
 
 def test_tables_fit_an_80_column_terminal(remote_url):

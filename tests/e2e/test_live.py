@@ -51,7 +51,7 @@ def test_watch_details_chart_the_state_and_t_shows_what_it_holds(repl):
     screen = Screen(repl.child)
     screen.wait_for(lambda t: batch_of(screen, "counts") >= 1, what="counts listed with a batch")
     repl.child.send("\r")
-    screen.wait_for(lambda t: re.search(r"State: last batch, then the trend\n +rows +3 .*\n +memory +[\d.]+ \w?i?B", t),
+    screen.wait_for(lambda t: re.search(r"State: last batch, then the trend\n +rows +3 .*\n +memory +[\d.]+[kMG]?B ", t),
                     what="the state rows and memory in the detail view")
     repl.child.send("t")
     screen.wait_for(lambda t: "counts: its state after the newest batch" in t and "(3 rows; q back)" in t,

@@ -135,3 +135,19 @@ def test_ctrl_d_with_running_queries_leave_them_and_reattach(remote_url):
     assert "Stopped stays" in out
     again.sendcontrol("d")
     again.expect(pexpect.EOF, timeout=30)
+
+
+def test_queries_right_after_start_shows_the_batch_that_progress_shows(repl):
+    """The first screen: before the listener has reported, :queries read nothing and showed batch '-' and
+    0.0 rows/s while :progress showed batch 7. It reads the query's last progress once instead."""
+    assert "Started early" in repl.run(":start early ss.source.rate(50) --trigger 200ms")
+    deadline = time.monotonic() + 60
+    batch = -1
+    while batch < 2 and time.monotonic() < deadline:  # poll :progress until the query has run batches
+        match = re.search(r"\|\s*early\s*\|\s*(\d+)\s*\|", repl.run(":progress early"))
+        batch = int(match.group(1)) if match else -1
+    assert batch >= 2
+    listed = repl.run(":queries")
+    row = re.search(r"\|\s*early\s*\|[^\n]*\|\s*active\s*\|[^\n]*?\|\s*(\d+|-)\s*\|\s*([\d.,]+)\s*\|", listed)
+    assert row and row.group(1) != "-" and int(row.group(1)) >= batch, listed
+    repl.run(":stop early")

@@ -197,3 +197,23 @@ def test_state_that_grows_with_a_watermark_or_stays_flat_raises_nothing():
         assert watermarked.feed(event(progress(b, state_rows=10 * (b + 1), watermark="2026-01-01T00:00:00.000Z"))) \
             == []
         assert flat.feed(event(progress(b, state_rows=5))) == []
+
+
+def test_a_track_keeps_ten_minutes_of_batches_and_at_most_two_megabytes_of_their_json():
+    from sparkscope.client.query_events import HISTORY_BYTES
+
+    def batch(n: int, padding: int = 0) -> Progress:
+        return Progress.from_json({"id": "q", "runId": "r", "batchId": n, "numInputRows": 0,
+                                   "timestamp": f"2026-11-25T{10 + n // 60:02d}:{n % 60:02d}:00.000Z",
+                                   "description": "x" * padding})
+
+    minutely = Track("q", "q")
+    for n in range(30):  # one batch a minute for half an hour: a 10 s trigger's ring would still be filling
+        minutely.add(batch(n))
+    assert [p.batch_id for p in minutely.history] == list(range(19, 30))  # minutes 19..29: the last ten
+    assert minutely.history_bytes == sum(len(p.raw_json) for p in minutely.history)
+    heavy = Track("q", "q")
+    for n in range(30):  # 300 KB of JSON a batch (a source with thousands of partitions): the bytes bound it
+        heavy.add(batch(n, padding=300_000))
+    assert len(heavy.history) == HISTORY_BYTES // len(heavy.history[-1].raw_json)
+    assert heavy.history[-1].batch_id == 29 and heavy.history_bytes <= HISTORY_BYTES

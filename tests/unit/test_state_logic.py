@@ -66,7 +66,7 @@ def test_transform_with_state_variables_are_named_with_their_kind_ttl_and_time_m
 def test_a_value_with_a_ttl_and_a_timer_are_flattened_with_their_times():
     from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-    from sparkscope.client.state import flattened_columns
+    from sparkscope.client.state_columns import flattened_columns
 
     key = StructField("key", StructType([StructField("userId", StringType())]))
     ttl_value = StructType([key, StructField("list_element", StructType([

@@ -5,14 +5,17 @@ aggregations (6 in update mode with a watermark, 6 in complete mode over 10 keys
 and 2 stream-stream joins, all into their default sinks, at rates that keep two cores busy but not
 saturated. A real `sparkscope` REPL joins the same session in a pseudo-terminal and shows `:watch` for
 the whole run. Every SAMPLE seconds one row goes to the CSV:
-- the REPL's resident size and CPU share (the client with the dashboard open)
+- the REPL's resident size and CPU share (the client with the dashboard open), and where its memory is:
+  the glibc heap mapping ([heap]) and all anonymous memory (/proc/PID/smaps), and its thread count, so
+  that growth outside Python's objects (which tracemalloc cannot see) shows where it is
 - the server's used heap after a full collection (jcmd), its resident size, and its Python workers'
 - the SDK monitor's history size (progress records kept over all queries)
 - the latency of ss.peek (20 rows, a different query each time) and of ss.queries() (medians of 3)
 - the queries whose newest batch on the server is more than 2 batches ahead of what the monitor heard
   (a listener that dropped unnoticed would show here), and the monitor's mode and re-registrations
 The CSV and a PNG of it go to benchmarks/results/; the summary says, per figure, the first and last
-tenth's means and whether it stayed flat (within 10%, or within a small absolute margin).
+tenth's means and whether it stayed flat (within 10%, or within a small absolute margin), and for the
+client's RSS and CPU whether they stayed within ±10% of their mean over the last 30 minutes (5-minute means).
 Run: make soak  (SOAK_MINUTES=60 by default; .venv/bin/python benchmarks/soak.py [MINUTES])
 """
 
@@ -35,7 +38,9 @@ TRIGGER = "10 seconds"  # 20 queries of a few Spark jobs per batch: two busy cor
 RESULTS = ROOT / "benchmarks" / "results"
 # figure: (absolute margin under which a change counts as flat)
 FIGURES = {"client_rss_mb": 15, "client_cpu_pct": 5, "server_heap_mb": 50, "server_rss_mb": 150,
-           "workers_rss_mb": 100, "monitor_history": 0, "peek_ms": 20, "queries_ms": 20, "listener_behind": 0}
+           "workers_rss_mb": 100, "monitor_history": 0, "peek_ms": 20, "queries_ms": 20, "listener_behind": 0,
+           "client_heap_mb": 10, "client_anon_mb": 15, "client_threads": 2}
+LAST_WINDOW = 30.0  # minutes: the plateau is judged over the end of the run
 
 
 def start_queries(ss) -> list:
@@ -104,6 +109,21 @@ class Repl:
     def rss_mb(self) -> float:
         return rss_mb(self.child.pid)
 
+    def memory(self) -> dict:
+        """The glibc heap mapping and all anonymous memory (MB, resident), and the thread count."""
+        heap = anon = 0
+        mapping = ""
+        for line in Path(f"/proc/{self.child.pid}/smaps").read_text().splitlines():
+            if not line[0].isupper():  # a mapping's header: address range, perms, offset, dev, inode, path
+                mapping = line.split()[5] if len(line.split()) > 5 else ""
+            elif line.startswith("Rss:") and mapping == "[heap]":
+                heap += int(line.split()[1])
+            elif line.startswith("Anonymous:"):
+                anon += int(line.split()[1])
+        threads = len(list(Path(f"/proc/{self.child.pid}/task").iterdir()))
+        return {"client_heap_mb": round(heap / 1024, 1), "client_anon_mb": round(anon / 1024, 1),
+                "client_threads": threads}
+
     def close(self) -> None:
         self.child.send("q")
         self.child.send(":quit\r")
@@ -145,6 +165,7 @@ def sample(ss, info, repl, queries, started: float, turn: int) -> dict:
         "minute": round((time.monotonic() - started) / 60, 2),
         "client_rss_mb": round(repl.rss_mb(), 1),
         "client_cpu_pct": round(repl.cpu_pct(), 1),
+        **repl.memory(),
         "server_heap_mb": round(heap_used_mb(info.pid), 1),
         "server_rss_mb": round(rss_mb(info.pid), 1),
         "workers_rss_mb": round(sum(rss_mb(pid) for pid in children(info.pid)), 1),
@@ -165,9 +186,9 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figures = list(FIGURES)
-    fig, axes = plt.subplots(3, 3, figsize=(15, 10), sharex=True)
+    fig, axes = plt.subplots(3, 4, figsize=(20, 10), sharex=True)
     minutes = [row["minute"] for row in rows]
-    for axis, figure in zip(axes.flat, figures, strict=True):
+    for axis, figure in zip(axes.flat, figures, strict=False):
         axis.plot(minutes, [row[figure] for row in rows])
         axis.set_title(figure)
         axis.set_ylim(bottom=0)
@@ -188,6 +209,16 @@ def verdicts(rows: list[dict]) -> list[str]:
         flat = change <= margin or (first > 0 and change / first <= 0.10)  # only growth counts against
         lines.append(f"{figure:16} first tenth {first:9.1f}   last tenth {last:9.1f}   "
                      f"{'flat' if flat else 'NOT flat'} ({change:+.1f})")
+    end = rows[-1]["minute"]
+    window = [row for row in rows if row["minute"] >= end - LAST_WINDOW]
+    if end >= LAST_WINDOW + 5:
+        for figure in ("client_rss_mb", "client_cpu_pct"):
+            means = [statistics.mean(row[figure] for row in window if start <= row["minute"] < start + 5)
+                     for start in range(int(end - LAST_WINDOW), int(end) - 4, 5)]
+            mean = statistics.mean(row[figure] for row in window)
+            spread = max(abs(m - mean) for m in means) / mean * 100 if mean else 0.0
+            lines.append(f"{figure:16} last {LAST_WINDOW:.0f} min: 5-minute means {', '.join(f'{m:.1f}' for m in means)}"
+                         f" around {mean:.1f}: {'within' if spread <= 10 else 'NOT within'} ±10% ({spread:.1f}%)")
     return lines
 
 

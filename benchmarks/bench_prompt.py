@@ -1,5 +1,7 @@
 """Time to the first prompt, server already running, measured in a pty until the prompt is drawn:
-`sparkscope --remote URL` next to pyspark's own shell `pyspark --remote URL`, same run, median of RUNS.
+`sparkscope --remote URL` next to pyspark's own shell `pyspark --remote URL` and to the floor of any
+prompt-toolkit REPL, `python -c "import prompt_toolkit"` (printing a marker once imported), timed the
+same way; same run, runs interleaved, median of RUNS.
 Run: make bench  (or .venv/bin/python benchmarks/bench_prompt.py)
 """
 
@@ -12,7 +14,8 @@ import time
 
 from common import private_server
 
-RUNS = 5
+RUNS = 9
+FLOOR = "import prompt_toolkit; print('flo' + 'or>')"  # the marker is not in the echo of the command
 BIN = os.path.dirname(sys.executable)
 
 
@@ -38,12 +41,14 @@ def time_to_prompt(argv: list[str], prompt: str) -> float:
 
 def main() -> None:
     with private_server() as url:
-        ours, theirs = [], []
+        ours, theirs, floor = [], [], []
         for _ in range(RUNS):
             ours.append(time_to_prompt([os.path.join(BIN, "sparkscope"), "--remote", url], "sparkscope>"))
             theirs.append(time_to_prompt([os.path.join(BIN, "pyspark"), "--remote", url], ">>> "))
-        a, b = statistics.median(ours), statistics.median(theirs)
-        print(f"sparkscope to first prompt : {a:6.3f} s  ({a / b:.2f}x the pyspark shell)")
+            floor.append(time_to_prompt([sys.executable, "-c", FLOOR], "floor>"))
+        a, b, f = statistics.median(ours), statistics.median(theirs), statistics.median(floor)
+        print(f"sparkscope to first prompt : {a:6.3f} s  ({a / f:.2f}x the floor, {a / b:.2f}x the pyspark shell)")
+        print(f"floor: import prompt_toolkit: {f:6.3f} s  (python -c, timed the same way)")
         print(f"pyspark --remote shell     : {b:6.3f} s  (baseline, median of {RUNS})")
 
 

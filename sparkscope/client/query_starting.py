@@ -17,7 +17,8 @@ from .paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
                        memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
 from .query import Query
-from .sink_reading import SinkReading, is_dataframe
+from .dataframes import is_dataframe
+from .sink_reading import SinkReading
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from . import bounded_sink
 from ._pyspark import explain_string
 from .errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
 from .logs import log
+from .dataframes import is_dataframe
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
 from .query_tracking import QueryTracking
@@ -19,13 +19,6 @@ from .rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
-
-
-def is_dataframe(value: Any) -> bool:
-    """Whether `value` is a Spark Connect DataFrame (False, without importing pyspark, before it is loaded).
-    The connecting thread may be importing that module right now: a partly run module has no class yet."""
-    dataframe_class = getattr(sys.modules.get("pyspark.sql.connect.dataframe"), "DataFrame", None)
-    return dataframe_class is not None and isinstance(value, dataframe_class)
 
 
 class SinkReading(QueryTracking):

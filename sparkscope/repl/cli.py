@@ -106,7 +106,7 @@ def repl_main(args) -> int:
         args.file = "-"
         return batch_main(args)
     _take_back_ctrl_c()
-    executor = Executor(fmt=args.format, interactive=True)
+    executor = Executor(fmt=args.format, interactive=True, warm=False)
     executor.debug = args.debug
     if not args.debug:
         from .diagnostics import quiet_stderr
@@ -115,6 +115,7 @@ def repl_main(args) -> int:
     from .shell import run_shell
 
     def connect() -> None:
+        executor.warm_up()  # after the first draw, on this thread, before the connecting thread imports pyspark
         executor.connect_in_background(_opener(args, executor.server_starting))
         _report_connection_later(executor)
 

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..client.errors import QueryNotFound, call, UnsupportedOperation
-from ..client.sink_reading import is_dataframe
+from ..client.dataframes import is_dataframe
 from ..client.progress import Progress, write_history
 from ..client.planning import MODES, SINKS
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command, flag, key_values, multi, valued

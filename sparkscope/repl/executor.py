@@ -14,8 +14,6 @@ from typing import Any, TextIO
 
 from ..client.errors import Cancelled, SparkscopeError, translate, translated
 from ..client.secrets import redact
-from . import databricks, pyspark_habits
-from .command_list import REGISTRY
 from .hints import repl_hint
 from .leaving import Leave, leave
 from .python_input import describe, from_pyspark, mentions_session, user_traceback
@@ -28,7 +26,7 @@ from .worker import CANCELLED, cancel_notice, command_timeout, run_in_worker
 
 class Executor(SessionHolder):
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None, fmt: str = "table",
-                 interactive: bool = False, confirm: Callable[[str], bool] | None = None):
+                 interactive: bool = False, confirm: Callable[[str], bool] | None = None, warm: bool = True):
         super().__init__(out, err, interactive)
         self.fmt = fmt
         self.confirm = confirm or (lambda question: False)
@@ -41,13 +39,26 @@ class Executor(SessionHolder):
         self.echo_values = True  # show an expression's value; off in a .py script, as python runs it
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.format_override: str | None = None
-        self.registry = REGISTRY
+        self.registry: Any = None  # the colon commands: see warm_up
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
         self.namespace["exit"] = self.namespace["quit"] = Leave(self.request_exit)
+        if warm:
+            self.warm_up()
+
+    def warm_up(self) -> None:
+        """Load the colon commands and the namespace's Databricks names. The REPL does it on the main thread
+        once its prompt is drawn (the prompt waits for nothing), and before the connecting thread starts
+        importing pyspark: two threads importing the same modules can meet half-initialised ones."""
+        if self.registry is not None:
+            return
+        from . import databricks, pyspark_habits  # noqa: F401 - pyspark_habits: loaded here, used by the session
+        from .command_list import REGISTRY
+
         self.namespace["display"] = databricks.Display(self)
         self.namespace["dbutils"] = databricks.DatabricksOnly("dbutils", databricks.DBUTILS)
+        self.registry = REGISTRY
 
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
         """Run `hook` if the current command is cancelled with Ctrl-C; a returned text replaces the notice."""
@@ -92,6 +103,7 @@ class Executor(SessionHolder):
         """Run one input (a colon command or Python source). True when it succeeded."""
         if not text.strip():
             return True
+        self.warm_up()
         try:
             if text.lstrip().startswith(":"):
                 return self._run_command(text.strip())
@@ -104,10 +116,19 @@ class Executor(SessionHolder):
             self.err.write(CANCELLED + "\n")
             return False
 
+    def _replace_stopped_session(self) -> None:
+        """spark.stop() ran on this session: a new one takes its place (see pyspark_habits)."""
+        from .pyspark_habits import replace_stopped_session
+
+        self.stop_requested = False
+        replace_stopped_session(self)
+
     def _run_magic(self, text: str) -> bool:
         """A Databricks magic cell: %sql runs as :sql, %python as Python; others get one line."""
         try:
-            command = databricks.magic(text)
+            from .databricks import magic
+
+            command = magic(text)
         except UsageError as exc:
             self._report(exc)
             return False
@@ -120,7 +141,7 @@ class Executor(SessionHolder):
         self.format_override = None
         self._cancel_hooks = []
         try:
-            invocation = REGISTRY.parse(line)
+            invocation = self.registry.parse(line)
             if invocation.command.needs_session:
                 self._wait_for_session()
             if invocation.command.runs is Runs.FULLSCREEN:
@@ -241,8 +262,7 @@ class Executor(SessionHolder):
             return False
         finally:
             if self.stop_requested:
-                self.stop_requested = False
-                pyspark_habits.replace_stopped_session(self)
+                self._replace_stopped_session()
         if value is not None and self.echo_values:
             self.namespace["_"] = value
             text = describe(value)

@@ -6,7 +6,7 @@ import traceback
 from typing import Any
 
 from ..client.errors import translate
-from ..client.sink_reading import is_dataframe
+from ..client.dataframes import is_dataframe
 
 
 def describe(value: Any) -> str:

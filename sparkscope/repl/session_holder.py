@@ -12,7 +12,6 @@ from typing import Any, TextIO
 
 from ..client.errors import SparkscopeError
 from ..client.logs import swallowed
-from . import pyspark_habits
 from .terminal import reattach_command
 
 
@@ -83,6 +82,8 @@ class SessionHolder:
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
+
+        from . import pyspark_habits
 
         pyspark_habits.install()
         self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,

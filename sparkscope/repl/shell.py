@@ -23,9 +23,8 @@ from pygments.token import Keyword, Name, Operator, String, Text
 
 from ..client.logs import swallowed
 from ..client.paths import private_file, state_dir
-from ..client.sink_reading import is_dataframe
+from ..client.dataframes import is_dataframe
 from ..client.remote import redact
-from .command_list import REGISTRY
 from .completion import command_candidates
 from .registry import UsageError, split_args
 from .settings import repl_setting
@@ -93,6 +92,8 @@ class ShellCompleter(Completer):
         yield from self._python_completions(word)
 
     def _command_completions(self, text: str) -> Iterable[Completion]:
+        from .command_list import REGISTRY
+
         if " " not in text:
             prefix = text[1:]
             for name in REGISTRY.names():

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.deadline import Call
 from ..client.errors import Cancelled, DeadlineExceeded
-from . import pyspark_habits
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import CommandContext
@@ -51,6 +50,8 @@ def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: flo
     tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
     session = ctx.session_or_none()
     ctx.cancelled = threading.Event()
+    from . import pyspark_habits
+
     user_call = pyspark_habits.UserCall(ctx, ctx.cancelled) if user_code else None
 
     def tagged() -> Any:

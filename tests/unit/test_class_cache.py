@@ -13,6 +13,7 @@ from sparkscope.client.class_cache import ClassCache, archive_key, quote_option
 @pytest.fixture(autouse=True)
 def _state_dir_cache(monkeypatch):
     monkeypatch.delenv("SPARKSCOPE_CLASS_CACHE", raising=False)  # the tests' shared cache is not these
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE_RECORD", "1")  # as the recording server runs (class_recording)
 
 
 def _install(root: Path) -> tuple[str, Path]:
@@ -27,7 +28,30 @@ def _install(root: Path) -> tuple[str, Path]:
     return str(java), root / "pyspark"
 
 
-def test_the_first_start_records_the_archive_and_later_ones_use_it(tmp_path):
+def test_a_users_first_start_records_nothing_and_one_recording_server_at_a_time_is_started(tmp_path,
+                                                                                          monkeypatch):
+    import time
+
+    monkeypatch.delenv("SPARKSCOPE_CLASS_CACHE_RECORD")
+    java, pyspark = _install(tmp_path)
+    cache = ClassCache(tmp_path / "state", java, pyspark)
+    assert cache.java_options() == ("", None)  # the first start waits for no recording
+    lock = cache.folder / "recorder.lock"
+    lock.write_text("4242")  # a recording server runs: no second one
+    assert cache.record_later() is None and lock.read_text() == "4242"
+    cache.archive.write_bytes(b"archive")
+    lock.unlink()
+    assert cache.record_later() is None and not lock.exists()  # there is an archive: nothing to record
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE_RECORD", "1")
+    assert ClassCache(tmp_path / "state", java, pyspark).record_later() is None  # the recorder records itself
+    cache.archive.unlink()
+    lock.write_text("4242")
+    os.utime(lock, (time.time() - 3600, time.time() - 3600))  # a recorder that died an hour ago
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", "off")
+    assert ClassCache(tmp_path / "state", java, pyspark).record_later() is None  # off: never
+
+
+def test_the_recording_server_records_the_archive_and_later_starts_use_it(tmp_path):
     java, pyspark = _install(tmp_path)
     cache = ClassCache(tmp_path / "state", java, pyspark)
     assert cache.folder == tmp_path / "state" / "class-cache"

@@ -182,7 +182,7 @@ def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and
 
     from prompt_toolkit.document import Document
 
-    from sparkscope.client.sink_reading import is_dataframe
+    from sparkscope.client.dataframes import is_dataframe
     from sparkscope.repl.shell import ShellCompleter
 
     monkeypatch.setitem(sys.modules, "pyspark.sql.connect.dataframe", types.ModuleType("half_imported"))

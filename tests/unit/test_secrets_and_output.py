@@ -198,3 +198,18 @@ def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and
     offered = [c.text for c in completer.get_completions(Document(":start "), None)]
     assert offered == []  # a failing lookup offers nothing; it does not raise into prompt-toolkit
     assert [c.text for c in completer.get_completions(Document(":sta"), None)] == [":start", ":state", ":status"]
+
+
+def test_output_above_a_dumb_terminals_prompt_starts_a_line_and_the_prompt_comes_again():
+    import io
+
+    from sparkscope.repl.terminal import AbovePlainPrompt
+
+    screen = io.StringIO()
+    screen.write("sparkscope> spa")  # the prompt, and what was typed so far
+    proxy = AbovePlainPrompt(screen, lambda: "sparkscope> spa")
+    proxy.write("notice: Port 15002 is taken\n")
+    proxy.write("alert: ")
+    proxy.write("counts failed\n")
+    assert screen.getvalue() == ("sparkscope> spa\nnotice: Port 15002 is taken\nsparkscope> spa\n"
+                                 "alert: counts failed\nsparkscope> spa")

@@ -95,8 +95,8 @@ def test_a_cold_start_draws_the_prompt_at_once_and_notices_above_it(tmp_path, te
             repl = Repl(child)
             child.send("'@sync' + '0@'\r")
             assert "'@sync0@'" in repl.expect(re.escape("'@sync0@'"), timeout=120)
-            child.sendcontrol("d")
-            child.expect(pexpect.EOF, timeout=30)
+            child.send(":quit\r")  # (a Ctrl-D typed within ~0.3 s of a dumb terminal's prompt is lost: see the note)
+            child.expect(pexpect.EOF, timeout=60)
         finally:
             LocalServer(tmp_path / "sparkscope").stop(grace=10)
 

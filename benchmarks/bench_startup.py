@@ -134,6 +134,7 @@ def main() -> None:
             very_prompt.append(took[0])
             very_answer.append(took[1])
             recorded.append(took[2])
+            os.environ["SPARKSCOPE_CLASS_CACHE"] = cache  # the archive the background server just recorded
             with tempfile.TemporaryDirectory() as home:
                 server = LocalServer(Path(home))
                 port = free_port()

@@ -57,7 +57,9 @@ def _config(bootstrap: str, extra: dict[str, str] | None) -> dict[str, str]:
         raise ConfigError("No Kafka bootstrap servers",
                           "Give them with --bootstrap host:port, or set kafka_bootstrap in your profile",
                           code="no_bootstrap")
-    return {"bootstrap.servers": bootstrap, **(extra or {})}
+    # librdkafka writes its own log lines to stderr, info ones included ("Purging 1 unserved events from
+    # background queue" as a producer closes): only warnings and errors are the user's business
+    return {"bootstrap.servers": bootstrap, "log_level": "4", **(extra or {})}
 
 
 def _unreachable(bootstrap: str, exc: BaseException) -> ServerUnreachable:

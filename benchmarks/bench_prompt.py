@@ -1,7 +1,11 @@
 """Time to the first prompt, server already running, measured in a pty until the prompt is drawn:
 `sparkscope --remote URL` next to pyspark's own shell `pyspark --remote URL` and to the floor of any
 prompt-toolkit REPL, `python -c "import prompt_toolkit"` (printing a marker once imported), timed the
-same way; same run, runs interleaved, median of RUNS.
+same way; same run, runs interleaved, median of RUNS. A bare prompt-toolkit prompt (PromptSession with a
+toolbar, nothing else) is timed too: what any prompt costs beyond the import.
+
+Every module is byte-compiled first, as `pip install` leaves a wheel (an editable install under
+PYTHONDONTWRITEBYTECODE=1 would compile sparkscope's modules from source on every start).
 Run: make bench  (or .venv/bin/python benchmarks/bench_prompt.py)
 """
 
@@ -14,8 +18,9 @@ import time
 
 from common import private_server
 
-RUNS = 9
+RUNS = 15
 FLOOR = "import prompt_toolkit; print('flo' + 'or>')"  # the marker is not in the echo of the command
+BARE = "import prompt_toolkit; prompt_toolkit.PromptSession(bottom_toolbar='x', multiline=True).prompt('ba' + 're> ')"
 BIN = os.path.dirname(sys.executable)
 
 
@@ -24,7 +29,7 @@ def time_to_prompt(argv: list[str], prompt: str) -> float:
 
     import pyspark
 
-    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "LINES": "40", "COLUMNS": "160",
+    env = {**_environ(), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "LINES": "40", "COLUMNS": "160",
            # the pip-installed `pyspark` launcher finds Spark and Python through these
            "SPARK_HOME": os.path.dirname(pyspark.__file__), "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
     started = time.perf_counter()
@@ -39,16 +44,32 @@ def time_to_prompt(argv: list[str], prompt: str) -> float:
     return elapsed
 
 
+def _environ() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _byte_compile() -> None:
+    """sparkscope's modules, as pip compiles a wheel's (and every other installed package's) at install."""
+    import compileall
+
+    import sparkscope
+
+    compileall.compile_dir(os.path.dirname(sparkscope.__file__), quiet=2)
+
+
 def main() -> None:
+    _byte_compile()
     with private_server() as url:
-        ours, theirs, floor = [], [], []
+        ours, theirs, floor, bare = [], [], [], []
         for _ in range(RUNS):
             ours.append(time_to_prompt([os.path.join(BIN, "sparkscope"), "--remote", url], "sparkscope>"))
             theirs.append(time_to_prompt([os.path.join(BIN, "pyspark"), "--remote", url], ">>> "))
             floor.append(time_to_prompt([sys.executable, "-c", FLOOR], "floor>"))
-        a, b, f = statistics.median(ours), statistics.median(theirs), statistics.median(floor)
+            bare.append(time_to_prompt([sys.executable, "-c", BARE], "bare>"))
+        a, b, f, p = (statistics.median(x) for x in (ours, theirs, floor, bare))
         print(f"sparkscope to first prompt : {a:6.3f} s  ({a / f:.2f}x the floor, {a / b:.2f}x the pyspark shell)")
         print(f"floor: import prompt_toolkit: {f:6.3f} s  (python -c, timed the same way)")
+        print(f"a bare PromptSession prompt: {p:6.3f} s  ({p / f:.2f}x the floor)")
         print(f"pyspark --remote shell     : {b:6.3f} s  (baseline, median of {RUNS})")
 
 

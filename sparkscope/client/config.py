@@ -13,11 +13,6 @@ from pathlib import Path
 from .errors import ConfigError
 from .paths import config_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 _cache: dict[Path, tuple[tuple[int, int], dict]] = {}
 _lock = threading.Lock()
 
@@ -36,6 +31,10 @@ def read_config(path: Path | None = None) -> dict:
         cached = _cache.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+    if sys.version_info >= (3, 11):  # imported here: without a config file the prompt never waits for it
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -157,6 +156,8 @@ def parse_url(url: str, *, source: str = "flag") -> Target:
 
 
 def validate_session_id(session_id: str) -> str:
+    import uuid  # here: uuid loads platform and ctypes, which the prompt need not wait for
+
     try:
         uuid.UUID(session_id)
     except ValueError:

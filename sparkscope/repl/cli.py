@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     # open could never run. sparkscope forks only to exec, so gRPC's fork handlers have nothing to do.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     ours, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
-    args = build_parser().parse_args(ours)
+    args = build_parser(ours).parse_args(ours)
     args.script_args = script_args
     from . import diagnostics
 

@@ -7,7 +7,6 @@ import argparse
 from typing import Any
 
 from ..client.errors import ServerError
-from ..client.server_sizing import check_port, check_workers
 
 EXAMPLES = """\
 examples:
@@ -34,7 +33,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {redact(message)}. Run '{self.prog} --help' for usage.\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the subcommands' parsers are built only when argv may name one (or asks for
+    help), since the REPL's prompt waits for the parser."""
     parser = _Parser(
         prog="sparkscope", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A terminal REPL and SDK for Spark Structured Streaming over Spark Connect.",
@@ -60,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="on exit leave running queries on the server (default for -c/-f: stop them)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    if argv is not None and not _may_name_subcommand(argv):
+        parser.set_defaults(subcommand=None)
+        return parser
     sub = parser.add_subparsers(dest="subcommand", metavar="{server,checkpoints}")
     checkpoints = sub.add_parser("checkpoints", help="list the embedded server's checkpoints; prune old ones",
                                  description="List the embedded server's checkpoints with size, age and the "
@@ -122,6 +126,17 @@ def _server_parser(sub: Any) -> None:
 _VALUED = {"--remote", "--profile", "--session-id", "--port", "-c", "-i", "--format"}
 
 
+def _may_name_subcommand(argv: list[str]) -> bool:
+    """Whether argv has a word that is neither an option nor an option's value, or asks for help."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("-h", "--help") or not arg.startswith("-"):
+            return True
+        index += 2 if arg in _VALUED or arg == "-f" else 1
+    return False
+
+
 def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """sparkscope's own arguments, and the script's: everything after `-f FILE` (or after `FILE.py`,
     which means `-f FILE.py`) belongs to the script, as with `python FILE ARGS…`."""
@@ -144,6 +159,8 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _workers(text: str) -> int:
+    from ..client.server_sizing import check_workers
+
     try:
         return check_workers(text)
     except ServerError as exc:
@@ -151,6 +168,8 @@ def _workers(text: str) -> int:
 
 
 def _port(text: str) -> int:
+    from ..client.server_sizing import check_port
+
     try:
         return check_port(text)
     except ServerError as exc:

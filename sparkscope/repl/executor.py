@@ -14,14 +14,12 @@ from typing import Any, TextIO
 
 from ..client.errors import Cancelled, SparkscopeError, translate, translated
 from ..client.secrets import redact
-from .hints import repl_hint
-from .leaving import Leave, leave
+from .leaving import Leave
 from .python_input import describe, from_pyspark, mentions_session, user_traceback
-from .registry import Runs, UsageError
 from .session_holder import SessionHolder
-from .render import error_json, error_line, show, value_json
-from .terminal import page
-from .worker import CANCELLED, cancel_notice, command_timeout, run_in_worker
+
+# The commands' machinery (registry, render, worker) is imported where it is used: the prompt is drawn
+# before any of it loads (`make bench`, bench_prompt.py).
 
 
 class Executor(SessionHolder):
@@ -69,14 +67,20 @@ class Executor(SessionHolder):
         try:
             return eval(compile(source, "<input>", "eval"), self.namespace)
         except SyntaxError as exc:
+            from .registry import UsageError
+
             raise UsageError(f"'{source}' is not a Python expression ({exc.msg})", "Check the expression") from None
         except SparkscopeError:
             raise
         except NameError as exc:
+            from .registry import UsageError
+
             raise UsageError(str(exc).capitalize(), "Define it first") from None
         except Exception as exc:
             if from_pyspark(exc):
                 raise translate(exc) from exc
+            from .registry import UsageError
+
             raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
 
     def request_exit(self, code: object = None) -> None:
@@ -113,6 +117,8 @@ class Executor(SessionHolder):
         except KeyboardInterrupt:
             if not self.interactive:  # Ctrl-C ends a script
                 raise
+            from .worker import CANCELLED
+
             self.err.write(CANCELLED + "\n")
             return False
 
@@ -125,6 +131,8 @@ class Executor(SessionHolder):
 
     def _run_magic(self, text: str) -> bool:
         """A Databricks magic cell: %sql runs as :sql, %python as Python; others get one line."""
+        from .registry import UsageError
+
         try:
             from .databricks import magic
 
@@ -137,6 +145,9 @@ class Executor(SessionHolder):
         return self._run_python(text.lstrip()[len("%python"):].lstrip("\n"))
 
     def _run_command(self, line: str) -> bool:
+        from .registry import Runs, UsageError
+        from .worker import cancel_notice, command_timeout, run_in_worker
+
         name = line[1:].split(" ", 1)[0]
         self.format_override = None
         self._cancel_hooks = []
@@ -180,6 +191,9 @@ class Executor(SessionHolder):
             self._session_future.result()
 
     def emit(self, name: str, result: Any) -> None:
+        from .render import show
+        from .terminal import page
+
         json = self.fmt == "json"
         text = show(name, result, self.fmt if json else self.format_override or self.fmt)
         if text and not (not json and self.interactive and page(text)):
@@ -187,11 +201,16 @@ class Executor(SessionHolder):
         self.out.flush()
 
     def _report(self, exc: BaseException) -> None:
+        from .hints import repl_hint
+        from .render import error_line
+
         self.last_traceback = redact("".join(traceback.format_exception(exc)))
         if self.debug:
             self.err.write(self.last_traceback)
         error = self._restarted_server(exc if isinstance(exc, SparkscopeError) else translate(exc))
         if isinstance(error, Cancelled):
+            from .worker import CANCELLED
+
             self._error(CANCELLED)
         elif self.fmt == "json":
             self._error(error.message, repl_hint(error))
@@ -206,11 +225,15 @@ class Executor(SessionHolder):
 
     def _error(self, message: str, hint: str = "") -> None:
         """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""
+        from .render import error_json
+
         self.err.write((error_json(message, hint) if self.fmt == "json" else message) + "\n")
         self.err.flush()
 
     # -- Python ---------------------------------------------------------------------------------
     def _run_python(self, source: str) -> bool:
+        from .worker import cancel_notice, run_in_worker
+
         try:
             tree = ast.parse(source, "<input>", "exec")
         except SyntaxError as exc:
@@ -264,12 +287,20 @@ class Executor(SessionHolder):
             if self.stop_requested:
                 self._replace_stopped_session()
         if value is not None and self.echo_values:
-            self.namespace["_"] = value
-            text = describe(value)
-            self.out.write((value_json(value, text) if self.fmt == "json" else text) + "\n")
-            self.out.flush()
+            self._echo(value)
         return True
+
+    def _echo(self, value: Any) -> None:
+        """An expression's value, as Python's REPL shows it (and `_` holds it)."""
+        from .render import value_json
+
+        self.namespace["_"] = value
+        text = describe(value)
+        self.out.write((value_json(value, text) if self.fmt == "json" else text) + "\n")
+        self.out.flush()
 
     def finish(self, detach: bool | None) -> str | None:
         """Close the session. detach=None asks (interactive). Returns a message for the user."""
+        from .leaving import leave
+
         return leave(self, self._live, detach)

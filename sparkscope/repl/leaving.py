@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..client.deadline import within
 from ..client.errors import SparkscopeError
 from ..client.logs import swallowed
-from .render import age, size
 from .terminal import command_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,6 +19,8 @@ LEAVE_DEADLINE = 5.0
 def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | None:
     """Close the REPL's session (and its alerts and tails, `live`). detach=None asks (interactive). Returns a
     message for the user."""
+    from ..client.deadline import within
+
     session = ctx.session_or_none()
     if session is None:
         return None
@@ -63,6 +63,7 @@ def _embedded_server_note(session: Any) -> str | None:
     if session.target.source != "local" and session.target.token_source != "state":
         return None  # not this state dir's embedded server
     from ..client.server import LocalServer
+    from .render import size
 
     info = LocalServer().running()
     if info is None:
@@ -77,6 +78,8 @@ def _embedded_server_note(session: Any) -> str | None:
 
 def idle_timeout_warning(session: Any) -> str:
     """One line: when the server will stop the queries of the session just left, and what to do."""
+    from .render import age
+
     seconds, known = session.idle_timeout()
     after = age(seconds) if known else f"{age(seconds)} (Spark's default; this server did not say)"
     return (f"warning: the server stops them once the session has had no client for {after}. Reattach before "

@@ -14,43 +14,16 @@ from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
-from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.lexers import DynamicLexer, Lexer
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.utils import is_dumb_terminal
-from pygments.lexer import RegexLexer, bygroups, using
-from pygments.lexers.python import PythonLexer
-from pygments.token import Keyword, Name, Operator, String, Text
 
 from ..client.logs import swallowed
 from ..client.paths import private_file, state_dir
-from ..client.dataframes import is_dataframe
 from ..client.remote import redact
-from .completion import command_candidates
-from .registry import UsageError, split_args
 from .settings import repl_setting
 from .executor import Executor
-from .statements import enter_submits, indent_for
 from .terminal import AbovePlainPrompt
-
-
-
-class SparkscopeLexer(RegexLexer):
-    """Python, except that a line starting with ':' is a colon command."""
-
-    name = "sparkscope"
-    tokens = {
-        "root": [
-            (r"^(:\w+)", Keyword, "command"),
-            (r"(?s).+", using(PythonLexer)),
-        ],
-        "command": [
-            (r"(--[\w-]+)", Name.Attribute),
-            (r"(\"[^\"]*\"|'[^']*')", String),
-            (r"(\s+)", Text),
-            (r"([=;])", Operator),
-            (r"([^\s]+)", bygroups(Name)),
-        ],
-    }
 
 
 class RedactingHistory(FileHistory):
@@ -71,6 +44,8 @@ class ShellCompleter(Completer):
         return sorted({q.name for q in session.known_queries()})
 
     def _dataframe_names(self) -> list[str]:
+        from ..client.dataframes import is_dataframe
+
         return sorted(k for k, v in list(self.executor.namespace.items())
                       if is_dataframe(v) and not k.startswith("_"))
 
@@ -93,6 +68,8 @@ class ShellCompleter(Completer):
 
     def _command_completions(self, text: str) -> Iterable[Completion]:
         from .command_list import REGISTRY
+        from .completion import command_candidates
+        from .registry import UsageError, split_args
 
         if " " not in text:
             prefix = text[1:]
@@ -158,6 +135,8 @@ def _bindings(executor: Executor) -> KeyBindings:
 
     @kb.add("enter", filter=~is_searching)  # in Ctrl-R search, Enter accepts the match (prompt-toolkit's own)
     def _(event) -> None:
+        from .statements import enter_submits, indent_for
+
         buffer = event.current_buffer
         text = buffer.text
         if buffer.complete_state:
@@ -198,10 +177,11 @@ class Shell:
                  on_first_draw: Callable[[], None] | None = None):
         self.executor = executor
         self.target_display = target_display
+        self._lexer: Lexer | None = None  # the highlighting, loaded once the first prompt is drawn
         history_path = private_file(state_dir() / "history")
         self.prompt: PromptSession[str] = PromptSession(
             history=RedactingHistory(str(history_path)),
-            lexer=PygmentsLexer(SparkscopeLexer) if color else None,
+            lexer=DynamicLexer(lambda: self._lexer),
             completer=ShellCompleter(executor),
             complete_while_typing=bool(repl_setting("complete_while_typing")),
             enable_open_in_editor=True,  # Ctrl-X Ctrl-E (v in vi mode) edits the line in $EDITOR
@@ -217,14 +197,22 @@ class Shell:
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.on_state_change(self.prompt.app.invalidate)
-        if on_first_draw is not None and is_dumb_terminal():
-            on_first_draw()  # a dumb terminal's prompt is plain input(): no render, so no after_render
-        elif on_first_draw is not None:
-            def first_draw(_app) -> None:
-                self.prompt.app.after_render -= first_draw
+        if is_dumb_terminal():  # the prompt is plain input(): no render, so no after_render, and no colour
+            if on_first_draw is not None:
+                on_first_draw()
+            return
+
+        def first_draw(_app) -> None:
+            self.prompt.app.after_render -= first_draw
+            if color:
+                from .highlighting import input_lexer
+
+                self._lexer = input_lexer()
+                self.prompt.app.invalidate()  # what was typed meanwhile gets its colours
+            if on_first_draw is not None:
                 on_first_draw()
 
-            self.prompt.app.after_render += first_draw
+        self.prompt.app.after_render += first_draw
 
     def _toolbar(self):
         executor = self.executor
@@ -277,8 +265,6 @@ class Shell:
         if message:
             print(message)
         return 0
-
-
 
 
 def _escape(text: str) -> str:

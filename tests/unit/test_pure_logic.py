@@ -482,3 +482,36 @@ def test_a_failure_inside_a_python_data_source_is_summarised_by_its_exception():
             "sparkscope.client.kafka.source.KafkaDataLossError: Some data may have been lost: partition t-0 is gone\n"
             "\nJVM stacktrace:\norg.apache.spark.SparkException: boom\n\tat x.y(Z.scala:1)\n")
     assert summarise_error(text) == "KafkaDataLossError: Some data may have been lost: partition t-0 is gone"
+
+
+def test_highlighting_tells_a_colon_command_from_python():
+    from pygments.token import Keyword, Name, String
+
+    from sparkscope.repl.highlighting import SparkscopeLexer
+
+    tokens = list(SparkscopeLexer().get_tokens(":start counts --sink memory"))
+    assert (Keyword, ":start") in tokens and (Name.Attribute, "--sink") in tokens
+    python = list(SparkscopeLexer().get_tokens("counts = spark.readStream.format('rate').load()"))
+    assert (Name, "counts") in python and (String.Single, "rate") in python
+
+
+@pytest.mark.parametrize("argv, subcommand", [
+    (["--remote", "sc://spark.example:15002"], None),
+    (["-c", "1", "--format", "json"], None),
+    (["server", "status", "--format", "json"], "server"),
+    (["--port", "15010", "checkpoints"], "checkpoints"),
+])
+def test_the_command_line_builds_the_subcommands_only_when_named(argv, subcommand):
+    from sparkscope.repl.cli_args import build_parser
+
+    args = build_parser(argv).parse_args(argv)
+    assert args.subcommand == subcommand
+
+
+def test_a_mistyped_subcommand_still_lists_the_real_ones(capsys):
+    from sparkscope.repl.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'serve' (choose from 'checkpoints', 'server')" in capsys.readouterr().err

@@ -95,9 +95,10 @@ class ClassCache:
         recording = self.folder / f"server-{self.key}.{uuid.uuid4().hex[:12]}.recording"
         return quote_option(f"-XX:ArchiveClassesAtExit={recording}"), recording
 
-    def record_later(self) -> int | None:
+    def record_later(self, after: int) -> int | None:
         """After a start without an archive: start the recording server in the background, unless one runs
-        (its lock is younger than ABANDONED_AFTER). Its pid, or None."""
+        (its lock is younger than ABANDONED_AFTER). It waits until the server just started (pid `after`) is
+        idle. Its pid, or None."""
         import subprocess
         import sys
 
@@ -112,7 +113,7 @@ class ClassCache:
         except OSError:
             return None  # one is recording now
         env = {**os.environ, CACHE_ENV: str(self.folder), RECORD_ENV: "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "sparkscope.client.class_recording", str(self.folder)],
+        proc = subprocess.Popen([sys.executable, "-m", "sparkscope.client.class_recording", str(self.folder), str(after)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
         os.write(fd, str(proc.pid).encode())

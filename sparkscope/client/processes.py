@@ -50,6 +50,15 @@ def _process_start(pid: int) -> float | None:
         return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time `pid` has used so far, user and system (Linux /proc), or None when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14, 15: utime, stime
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _listening_inodes(port: int) -> set[str]:
     """Socket inodes listening on TCP `port` (any address), from /proc/net/tcp{,6}."""
     inodes = set()

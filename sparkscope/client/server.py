@@ -252,7 +252,7 @@ class LocalServer:
         info.startup_seconds = time.time() - info.started_at
         if recording is None:
             class_cache.discard_if_unusable("\n".join(self.log.new_lines(log_offset)), info.pid)
-            class_cache.record_later()
+            class_cache.record_later(after=info.pid)
         return info
 
     def _spawn(self, cmd: list[str], env: dict[str, str], token: str | None) -> tuple[subprocess.Popen, int]:

@@ -65,9 +65,10 @@ def _opener(args, on_server_wait=None):
     opened = []
 
     def open_session():
-        quiet_pyspark_loggers()
+        # the server's start first: it is the longest wait, and pyspark is imported while it starts
         target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
                                 on_server_wait=on_server_wait, port=args.port)
+        quiet_pyspark_loggers()
         try:
             if getattr(args, "reattach", False) and not args.session_id:
                 session = Session.reattach(target)

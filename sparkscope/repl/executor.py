@@ -184,11 +184,18 @@ class Executor(SessionHolder):
         return True
 
     def _wait_for_session(self) -> None:
+        self.session_wanted = True
         if not self._session_future.done() and self.interactive:
             self.err.write("(connecting…)\n")
             self.err.flush()
         with translated():
             self._session_future.result()
+        self._wait_for_warm_up()
+
+    def _wait_for_warm_up(self) -> None:
+        session = self.session_or_none()
+        if session is not None:
+            session.warmed()
 
     def emit(self, name: str, result: Any) -> None:
         from .render import show
@@ -255,8 +262,10 @@ class Executor(SessionHolder):
             return eval(expr, self.namespace) if expr is not None else None
 
         try:
-            if "spark" not in self.namespace and mentions_session(source):
+            if mentions_session(source) and "spark" not in self.namespace:
                 self._wait_for_session()
+            elif mentions_session(source):
+                self._wait_for_warm_up()
             value = run_in_worker(self, work, user_code=True)
         except Cancelled as cancel:
             if not cancel.by_keyboard:

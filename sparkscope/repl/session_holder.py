@@ -24,8 +24,10 @@ class SessionHolder:
         self._session_future: Future = Future()
         self.opener: Callable[[], Any] | None = None  # how the current session was opened
         self._live: Any = None
+        self._live_lock = threading.Lock()
         self._state_hooks: list[Callable[[], None]] = []
         self.startup: str | None = None  # how the embedded server's start goes, while it starts
+        self.session_wanted = False  # a command waited for the session while it connected
 
     @property
     def out(self) -> TextIO:
@@ -41,11 +43,16 @@ class SessionHolder:
         def run() -> None:
             try:
                 session = opener()
-                self._populate(session)
+                self._populate(session, watch=False)
+                if self.startup is not None and not self.session_wanted:
+                    session.warm_up()  # a server that just started is cold, and no command of the user waits
                 self._session_future.set_result(session)
             except BaseException as exc:  # delivered to whoever needs the session
                 self._session_future.set_exception(exc)
-            self._state_changed()
+                self._state_changed()
+                return
+            self._state_changed()  # connected: the prompt is usable from here
+            self._watch(session)  # the live events' first RPCs (0.3 s on a server that just started) after that
 
         threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
 
@@ -78,7 +85,7 @@ class SessionHolder:
         self._populate(session)
         self._session_future.set_result(session)
 
-    def _populate(self, session: Any) -> None:
+    def _populate(self, session: Any, watch: bool = True) -> None:
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
@@ -88,19 +95,26 @@ class SessionHolder:
         pyspark_habits.install()
         self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
                                "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit})
-        if self.interactive:  # alerts above the prompt from the start
-            # the session works without live events; :watch and :tail report the reason
-            with contextlib.suppress(SparkscopeError):
-                self._start_live(session)
-                session.monitor.subscribe(
-                    lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
+        if watch:
+            self._watch(session)
+
+    def _watch(self, session: Any) -> None:
+        """Alerts above the prompt from the start, and a toolbar that follows the queries' states."""
+        if not self.interactive:
+            return
+        # the session works without live events; :watch and :tail report the reason
+        with contextlib.suppress(SparkscopeError):
+            self._start_live(session)
+            session.monitor.subscribe(
+                lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
 
     def _start_live(self, session: Any) -> Any:
         from .live import Live
 
-        if self._live is None:
-            self._live = Live(lambda: self.out, session)
-        return self._live
+        with self._live_lock:  # the connecting thread and a command (:watch, :tail) may both start it
+            if self._live is None:
+                self._live = Live(lambda: self.out, session)
+            return self._live
 
     def live(self) -> Any:
         """Alerts and tails for this session (started on first use)."""

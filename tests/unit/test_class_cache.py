@@ -38,17 +38,17 @@ def test_a_users_first_start_records_nothing_and_one_recording_server_at_a_time_
     assert cache.java_options() == ("", None)  # the first start waits for no recording
     lock = cache.folder / "recorder.lock"
     lock.write_text("4242")  # a recording server runs: no second one
-    assert cache.record_later() is None and lock.read_text() == "4242"
+    assert cache.record_later(after=4243) is None and lock.read_text() == "4242"
     cache.archive.write_bytes(b"archive")
     lock.unlink()
-    assert cache.record_later() is None and not lock.exists()  # there is an archive: nothing to record
+    assert cache.record_later(after=4243) is None and not lock.exists()  # there is an archive: nothing to record
     monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE_RECORD", "1")
-    assert ClassCache(tmp_path / "state", java, pyspark).record_later() is None  # the recorder records itself
+    assert ClassCache(tmp_path / "state", java, pyspark).record_later(after=4243) is None  # the recorder records itself
     cache.archive.unlink()
     lock.write_text("4242")
     os.utime(lock, (time.time() - 3600, time.time() - 3600))  # a recorder that died an hour ago
     monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", "off")
-    assert ClassCache(tmp_path / "state", java, pyspark).record_later() is None  # off: never
+    assert ClassCache(tmp_path / "state", java, pyspark).record_later(after=4243) is None  # off: never
 
 
 def test_the_recording_server_records_the_archive_and_later_starts_use_it(tmp_path):
@@ -140,3 +140,39 @@ def test_off_records_and_maps_nothing(tmp_path, monkeypatch):
     assert cache.java_options() == ("", None)
     assert cache.conf_dir() == tmp_path / "state" / "class-cache" / "spark-conf"
     assert oct(cache.folder.stat().st_mode & 0o777) == "0o700"  # no "made it private" notice later
+
+
+def test_the_recorder_waits_while_the_users_server_is_busy_and_starts_once_it_is_idle(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from sparkscope.client import class_recording
+
+    monkeypatch.setattr(class_recording, "IDLE_WINDOW", 0.3)
+    lock = tmp_path / "recorder.lock"
+    lock.write_text("")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        waiting = threading.Thread(target=class_recording.wait_until_idle, args=(busy.pid, lock))
+        waiting.start()
+        seen: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(seen) < 4 and time.monotonic() < deadline:  # three windows went by: the lock says so
+            seen.add(lock.stat().st_mtime_ns)
+        assert len(seen) >= 4 and waiting.is_alive()  # a busy server: still waiting
+    finally:
+        busy.kill()
+        busy.wait()
+    waiting.join(timeout=30)
+    assert not waiting.is_alive()  # it stopped: nothing to wait for
+    idle = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        waiting = threading.Thread(target=class_recording.wait_until_idle, args=(idle.pid, lock))
+        waiting.start()
+        waiting.join(timeout=30)
+        assert not waiting.is_alive()  # an idle server: the recording starts after one window
+    finally:
+        idle.kill()
+        idle.wait()

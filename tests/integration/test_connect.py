@@ -97,3 +97,26 @@ def test_connect_leaves_the_process_as_it_found_it(remote_url, tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["open 1 False", "column 3", "one closed 1", "closed None True"]
+
+
+def test_the_warm_up_runs_its_query_and_a_caller_can_wait_for_it(remote_url):
+    """The REPL warms a server it just started while the user types (a command sent meanwhile waits for it)."""
+    import logging
+
+    failures: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: failures.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("sparkscope")
+    logger.addHandler(handler)
+    saved = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with sparkscope.connect(remote_url) as ss:
+            ss.warmed()  # no warm-up running: returns at once
+            ss.warm_up()
+            ss.warmed()
+            assert not [m for m in failures if "warming up the server" in m], failures
+            assert _sql_one(ss) == 42
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)

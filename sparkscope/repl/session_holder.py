@@ -52,7 +52,8 @@ class SessionHolder:
                 self._state_changed()
                 return
             self._state_changed()  # connected: the prompt is usable from here
-            self._watch(session)  # the live events' first RPCs (0.3 s on a server that just started) after that
+            with swallowed("starting the live events"):  # their first RPCs take 0.3 s on a server just started
+                self._watch(session)
 
         threading.Thread(target=run, name="sparkscope-connect", daemon=True).start()
 

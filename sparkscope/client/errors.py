@@ -142,7 +142,8 @@ class Cancelled(SparkscopeError):
         self.by_keyboard = by_keyboard  # Ctrl-C (or a deadline) in this process, not the server, ended it
 
 
-_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
+# The patterns below are compiled on first use (re caches them): every start imports this module.
+_ERROR_CLASS = r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]"
 
 
 def _first_line(text: str) -> str:
@@ -158,11 +159,11 @@ def _strip_sqlstate(text: str) -> str:
     text = re.sub(r"[;.]*\s*line \d+ pos \d+;?$", "", text.strip())
     text = re.sub(r"\.?\s*\(line \d+, pos \d+\)", "", text)
     text = text.replace(".;", ".")
-    text = _ERROR_CLASS.sub("", text, count=1).strip()
+    text = re.sub(_ERROR_CLASS, "", text, count=1).strip()
     return text.rstrip(";. ")
 
 
-_NAME_TAKEN = re.compile(r"Cannot start query with name (\S+) as a query with that name is already active")
+_NAME_TAKEN = r"Cannot start query with name (\S+) as a query with that name is already active"
 _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
     "TABLE_OR_VIEW_NOT_FOUND": ("table_not_found", "Check the name with spark.sql('SHOW TABLES'), or start the "
                                 "query that creates it"),
@@ -172,8 +173,8 @@ _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
 }
 
 
-_OOM = re.compile(r"OutOfMemoryError(?::\s*([^\n\"]+))?")
-_GRPC_STATUS = re.compile(r"status = StatusCode\.([A-Z_]+)\s+details = \"([^\"]*)\"", re.S)
+_OOM = r"OutOfMemoryError(?::\s*([^\n\"]+))?"
+_GRPC_STATUS = r"(?s)status = StatusCode\.([A-Z_]+)\s+details = \"([^\"]*)\""
 OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
             "without sink='memory' (the default sink keeps the newest rows), or give the server more memory: "
             "sparkscope server start --driver-memory 8g")
@@ -181,7 +182,7 @@ OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): 
 
 def _grpc_error(text: str) -> SparkscopeError | None:
     """One line for a raw gRPC failure that pyspark passes on as `<_MultiThreadedRendezvous …>`."""
-    match = _GRPC_STATUS.search(text)
+    match = re.search(_GRPC_STATUS, text)
     if not match:
         return None
     status, details = match.group(1), match.group(2).strip()
@@ -238,7 +239,7 @@ def _error_class(exc: BaseException, text: str) -> str | None:
             found = None
         if found:
             return str(found)
-    match = _ERROR_CLASS.search(text)
+    match = re.search(_ERROR_CLASS, text)
     return match.group(1) if match else None
 
 
@@ -281,7 +282,7 @@ def translate(exc: BaseException) -> SparkscopeError:
     first = _first_line(text)
     lowered = text.lower()
 
-    oom = _OOM.search(text)
+    oom = re.search(_OOM, text)
     if oom:
         what = (oom.group(1) or "Java heap space").strip().rstrip(".")
         return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
@@ -301,7 +302,7 @@ def translate(exc: BaseException) -> SparkscopeError:
         return raw
     if name in ("StreamingQueryException",):
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
-    taken = _NAME_TAKEN.search(first)
+    taken = re.search(_NAME_TAKEN, first)
     if taken:  # writeStream…queryName(N).start() while a query named N runs
         return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "
                            "another queryName", error_class or name, code="query_exists",

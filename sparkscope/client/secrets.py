@@ -11,9 +11,10 @@ import urllib.parse
 
 REDACTED = "***"
 
-# token=VALUE up to the next separator; "…" (our own hints) and "***" are left as they are
-_TOKEN_PARAM = re.compile(r"(token\s*=\s*)(?!…|\*\*\*)[^;'\"\s,)}\]]+", re.IGNORECASE)
-_BEARER = re.compile(r"(Bearer\s+)[^\s'\";,]+")
+# token=VALUE up to the next separator; "…" (our own hints) and "***" are left as they are. The patterns
+# are compiled on first use (re caches them), not at import: every start imports this module.
+_TOKEN_PARAM = r"(?i)(token\s*=\s*)(?!…|\*\*\*)[^;'\"\s,)}\]]+"
+_BEARER = r"(Bearer\s+)[^\s'\";,]+"
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
 
@@ -36,8 +37,8 @@ def redact(text: str) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    text = _TOKEN_PARAM.sub(lambda m: m.group(1) + REDACTED, text)
-    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    text = re.sub(_TOKEN_PARAM, lambda m: m.group(1) + REDACTED, text)
+    return re.sub(_BEARER, lambda m: m.group(1) + REDACTED, text)
 
 
 __all__ = ["REDACTED", "redact", "remember_secret"]

@@ -7,6 +7,7 @@ import shlex
 import time
 
 import pexpect
+import pytest
 
 from sparkscope.repl.worker import STILL_RUNNING
 from tests.helpers import sparkscope_bin
@@ -151,3 +152,15 @@ def test_queries_right_after_start_shows_the_batch_that_progress_shows(repl):
     row = re.search(r"\|\s*early\s*\|[^\n]*\|\s*active\s*\|[^\n]*?\|\s*(\d+|-)\s*\|\s*([\d.,]+)\s*\|", listed)
     assert row and row.group(1) != "-" and int(row.group(1)) >= batch, listed
     repl.run(":stop early")
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_garbage_collection_is_back_on_once_the_prompt_is_drawn(remote_url, term):
+    """Start-up pauses Python's cyclic collector until the first draw. Left off, every reference cycle of
+    a long session would live forever (as pyspark's own gc switch once did: 60 MB a minute)."""
+    child = spawn("--remote", remote_url, env={"TERM": term})
+    child.send("import gc; ['gc-on', gc.isenabled()]\r")
+    child.expect(r"\['gc-on', (True|False)\]", timeout=60)
+    assert child.match.group(1) == "True"
+    child.send(":quit\r")
+    child.expect(pexpect.EOF, timeout=30)

@@ -23,7 +23,7 @@ from ..client.paths import private_file, state_dir
 from ..client.remote import redact
 from .settings import repl_setting
 from .executor import Executor
-from .terminal import AbovePlainPrompt
+from .terminal import AbovePlainPrompt, eof_typed_ahead
 
 
 class RedactingHistory(FileHistory):
@@ -250,6 +250,8 @@ class Shell:
 
     def loop(self) -> int:
         while not self.executor.exit_requested:
+            if eof_typed_ahead():  # Ctrl-D typed while the last command ran: leave, as Python's REPL does
+                break
             try:
                 # Output from other threads goes above the prompt only while the prompt is shown. A
                 # command's own output is written directly and in order: through the proxy it could

@@ -97,3 +97,26 @@ class AbovePlainPrompt:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding… of the real stream
         return getattr(self._stream, name)
+
+
+def eof_typed_ahead(stream: Any = None) -> bool:
+    """True, and consumed, when Ctrl-D was typed while no prompt was reading (a command ran, or the REPL
+    started). The terminal is then in canonical mode, where Ctrl-D on an empty line is the line
+    discipline's end of file and not a byte: prompt-toolkit's raw-mode read never sees it, so it was lost.
+    Only a pending end of file is taken; a typed-ahead line stays for the prompt."""
+    import fcntl
+    import select
+    import struct
+    import termios
+
+    stream = sys.stdin if stream is None else stream
+    try:
+        fd = stream.fileno()
+        if not os.isatty(fd) or termios.tcgetattr(fd)[3] & termios.ICANON == 0:
+            return False
+        if not select.select([fd], [], [], 0)[0]:
+            return False
+        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        return waiting == 0 and os.read(fd, 1) == b""
+    except (OSError, ValueError, termios.error):
+        return False

@@ -95,7 +95,7 @@ def test_a_cold_start_draws_the_prompt_at_once_and_notices_above_it(tmp_path, te
             repl = Repl(child)
             child.send("'@sync' + '0@'\r")
             assert "'@sync0@'" in repl.expect(re.escape("'@sync0@'"), timeout=120)
-            child.send(":quit\r")  # (a Ctrl-D typed within ~0.3 s of a dumb terminal's prompt is lost: see the note)
+            child.send(":quit\r")
             child.expect(pexpect.EOF, timeout=60)
         finally:
             LocalServer(tmp_path / "sparkscope").stop(grace=10)
@@ -211,3 +211,19 @@ def test_leaving_says_the_embedded_server_stays_and_how_to_stop_it(remote_url, s
                       r"stop it with: (\S+) server stop", text)
     assert match, text
     assert match.group(2).endswith("sparkscope")
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_ctrl_d_typed_while_a_command_runs_leaves_after_it(remote_url, term):
+    """As in Python's REPL. Between prompts the terminal is in canonical mode, where Ctrl-D is an end of
+    file and not a byte: prompt-toolkit's raw read never saw it, so the REPL stayed."""
+    child = spawn("--remote", remote_url, env={"TERM": term})
+    repl = Repl(child)
+    repl.prompt()
+    child.send("import time; print('sle' + 'eping'); time.sleep(3); print('sl' + 'ept')\r")
+    child.expect("sleeping", timeout=30)  # the command runs, the prompt has let go of the terminal
+    child.sendcontrol("d")
+    child.expect("slept", timeout=30)
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 0

@@ -213,3 +213,26 @@ def test_output_above_a_dumb_terminals_prompt_starts_a_line_and_the_prompt_comes
     proxy.write("counts failed\n")
     assert screen.getvalue() == ("sparkscope> spa\nnotice: Port 15002 is taken\nsparkscope> spa\n"
                                  "alert: counts failed\nsparkscope> spa")
+
+
+def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left():
+    import io
+    import os
+    import pty
+
+    from sparkscope.repl.terminal import eof_typed_ahead
+
+    master, slave = pty.openpty()  # a new pty is in canonical mode, as the terminal is between prompts
+    try:
+        stdin = os.fdopen(slave, "rb", buffering=0, closefd=False)
+        assert not eof_typed_ahead(stdin)  # nothing typed
+        os.write(master, b"1 + 1\n")
+        assert not eof_typed_ahead(stdin)
+        assert os.read(slave, 100) == b"1 + 1\n"  # the line is still there for the prompt
+        os.write(master, b"\x04")  # Ctrl-D on an empty line
+        assert eof_typed_ahead(stdin)
+        assert not eof_typed_ahead(stdin)  # taken
+        assert not eof_typed_ahead(io.StringIO(""))  # not a terminal
+    finally:
+        os.close(master)
+        os.close(slave)

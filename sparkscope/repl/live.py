@@ -15,7 +15,7 @@ from ..client.alerts import AlertRules
 from ..client.monitor import Event
 from .settings import repl_setting
 from ..client.tail import Tail, TailBatch
-from .render import render
+from .render import cell, render
 from .results import Table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,15 +99,16 @@ class Live:
         more = f" (and {batch.more} more)" if batch.more else ""
         what = "rows in the result" if batch.mode == "complete" else "new rows"
         cut = self._truncate.get(batch.query)
-        rows = [[_cut(cell, cut) for cell in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
+        rows = [[_cut(value, cut) for value in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
         table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
                       footer=f"({batch.total} {what}{more})")
         self.say(render(table))
 
 
-def _cut(cell: Any, width: int) -> Any:
-    """Spark's console sink: a cell longer than `width` shows its first width-3 characters and '...'."""
-    text = str(cell) if cell is not None else None
-    if text is None or len(text) <= width:
-        return cell
+def _cut(value: Any, width: int) -> Any:
+    """Spark's console sink: a cell longer than `width` shows its first width-3 characters and '...'
+    (of the text the table shows: a window is {start, end}, not a Python dict)."""
+    text = cell(value)
+    if len(text) <= width:
+        return value
     return text[: width - 3] + "..."

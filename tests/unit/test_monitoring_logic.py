@@ -217,3 +217,14 @@ def test_a_track_keeps_ten_minutes_of_batches_and_at_most_two_megabytes_of_their
         heavy.add(batch(n, padding=300_000))
     assert len(heavy.history) == HISTORY_BYTES // len(heavy.history[-1].raw_json)
     assert heavy.history[-1].batch_id == 29 and heavy.history_bytes <= HISTORY_BYTES
+
+
+def test_a_console_tail_cuts_a_window_as_spark_shows_it_not_as_a_python_dict():
+    import datetime as dt
+
+    from sparkscope.repl.live import _cut
+
+    window = {"start": dt.datetime(2026, 11, 25, 12, 50), "end": dt.datetime(2026, 11, 25, 12, 50, 2)}
+    assert _cut(window, 20) == "{2026-11-25 12:50..."  # Spark's console sink: 17 characters and '...'
+    assert _cut(window, 60) is window  # it fits: the table renders it, {start, end}
+    assert _cut(None, 20) is None

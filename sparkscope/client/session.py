@@ -11,13 +11,13 @@ import contextlib
 import threading
 import time
 from dataclasses import replace
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings,
                        session_builder, session_id)
-from .catalog import Catalog
+from .catalog import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
@@ -187,16 +187,40 @@ class Session(QueryStarting):
 
     def running_in(self, other_session: str) -> set[str] | None:
         """The ids of the queries running in another session of this server; None when it is gone."""
-        if not other_session:
+        with self._looking_into(other_session) as other:
+            return None if other is None else {q.id for q in other.running()}
+
+    def stop_elsewhere(self, name: str) -> Record | None:
+        """Stop the query `name` where the catalog says it runs: another session of this server, where this
+        client left it running (spark.stop() answered "leave it", or a REPL or script that ended so). Its
+        record, once stopped; None when the catalog knows of no such query running in another session."""
+        record = self.catalog.get(self.url, name)
+        if record is None or record.state != ACTIVE or record.session_id in (None, self.session_id):
             return None
+        with self._looking_into(record.session_id) as other:
+            query = next((q for q in other.running() if q.id == record.query_id), None) if other else None
+            if query is not None:
+                query.stop()  # recorded as stopped in the catalog, as any stop
+                return record
+        self.lost_queries()  # it no longer runs there: the catalog says so from now on
+        return None
+
+    @contextlib.contextmanager
+    def _looking_into(self, other_session: str | None) -> Iterator[Session | None]:
+        """Another session of this server, joined only for a look (None when it is gone), and left running."""
+        if not other_session:
+            yield None
+            return
         try:
-            other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False)
+            other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False,
+                                 server_home=self.server_home)
         except ConnectionFailed as exc:
             if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
                 raise
-            return None
+            yield None
+            return
         try:
-            return {q.id for q in other.running()}
+            yield other
         finally:
             other.close(stop_queries=False)
 

@@ -260,7 +260,14 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                        (f": {', '.join(names)}" if names else ""), {"stopped": names})
     if not args:
         raise UsageError(":stop needs a query name", f"Usage: {stop.usage}")
-    query = ctx.session.query(args[0])
+    try:
+        query = ctx.session.query(args[0])
+    except QueryNotFound:
+        left = ctx.session.stop_elsewhere(args[0])  # left running in another session of this client's
+        if left is None:
+            raise
+        return Message(f"Stopped {left.name} in session {short_id(str(left.session_id))}, where it was left running",
+                       {"stopped": [left.name], "session_id": left.session_id})
     if query.state != "active":
         return Message(f"{query.name} is not running ({query.state})")
     query.stop()

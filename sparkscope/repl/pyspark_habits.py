@@ -340,7 +340,7 @@ def replace_stopped_session(executor: CommandContext) -> None:
         executor.err.write(error_line(exc) + "\n")
         return
     ended = f"; stopped {names}" if stop and queries else ""
-    kept = f"; left running in the old session: {', '.join(left)}" if left else ""
+    kept = f"; left running in the old session: {', '.join(left)} (:stop NAME ends one)" if left else ""
     executor.err.write(f"spark.stop() closed session {old.session_id[:8]}{ended}{kept}. "
                        f"A new session {new.session_id[:8]} is ready: spark, ss and the commands use it.\n")
     executor.err.flush()

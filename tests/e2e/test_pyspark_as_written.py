@@ -89,6 +89,19 @@ def test_spark_stop_asks_then_gives_a_fresh_session(repl):
     assert repl.run(":stop --all").strip().endswith("Stopped 0 queries")
 
 
+def test_a_query_left_running_by_spark_stop_is_ended_by_stop(repl):
+    repl.run('q = spark.readStream.format("rate").load().writeStream.format("memory").queryName("left").start()')
+    repl.child.send("spark.stop()\r")
+    repl.child.expect(r"Stop it\? \[y/N\]", timeout=30)
+    repl.child.send("n\r")
+    out = repl.prompt()
+    assert "left running in the old session: left (:stop NAME ends one)" in out, out
+    old = re.search(r"closed session ([0-9a-f]{8})", out).group(1)
+    assert re.search(rf"Stopped left in session {old}, where it was left running", repl.run(":stop left"))
+    assert re.search(r"\|\s*left\s*\|\s*\w+\s*\|\s*stopped\s*\|", repl.run(":queries --all"))
+    assert "No query named 'left'" in repl.run(":stop left")
+
+
 def test_raise_systemexit_leaves_as_exit_does(remote_url):
     child = spawn("--remote", remote_url)
     repl = Repl(child)

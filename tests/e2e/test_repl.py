@@ -154,6 +154,17 @@ def test_queries_right_after_start_shows_the_batch_that_progress_shows(repl):
     repl.run(":stop early")
 
 
+
+def test_a_query_left_running_at_ctrl_d_is_stopped_by_name_from_a_new_session(remote_url):
+    text = quit_with_a_running_query(remote_url, "orphan", "n")
+    old = re.search(r"--session-id ([0-9a-f]{8})", text).group(1)
+    repl2 = Repl(spawn("--remote", remote_url))  # not reattached: a new session
+    repl2.prompt()
+    assert f"Stopped orphan in session {old}, where it was left running" in repl2.run(":stop orphan")
+    assert re.search(r"\|\s*orphan\s*\|\s*\w+\s*\|\s*stopped\s*\|", repl2.run(":queries --all"))
+    repl2.child.sendcontrol("d")
+    repl2.child.expect(pexpect.EOF, timeout=30)
+
 @pytest.mark.parametrize("term", ["xterm", "dumb"])
 def test_garbage_collection_is_back_on_once_the_prompt_is_drawn(remote_url, term):
     """Start-up pauses Python's cyclic collector until the first draw. Left off, every reference cycle of

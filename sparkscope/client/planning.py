@@ -213,6 +213,7 @@ class PlanShape:
     watermark_after_aggregation: bool = False
     stream_stream_join: bool = False
     stateful_function: bool = False  # applyInPandasWithState / transformWithState
+    declared_mode: str | None = None  # the output mode such a function declares; the query must run in it
 
 
 _NODE = re.compile(r"^[\s:|+-]*~?(\w+)")
@@ -234,16 +235,19 @@ def plan_shape(analyzed_plan: str) -> PlanShape:
     wm_at = [i for i, line in enumerate(lines) if "EventTimeWatermark" in line]
     joins = nodes.count("Join")
     relations = sum(1 for line in lines if "StreamingRelation" in line or "StreamingDataSourceV2" in line)
-    stateful = any("FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line for line in lines)
+    stateful = [line for line in lines if "FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line]
+    # its node prints the declared mode after the output attributes: "…, [k#1L, n#2L], Append, NoTimeout"
+    declared = re.search(r"\], (Append|Update|Complete), ", stateful[0]) if stateful else None
+    functions = {"stateful_function": bool(stateful), "declared_mode": declared.group(1).lower() if declared else None}
     if not agg_at:
-        return PlanShape(stream_stream_join=joins > 0 and relations > 1, stateful_function=stateful)
+        return PlanShape(stream_stream_join=joins > 0 and relations > 1, **functions)
     first_agg = agg_at[0]
     return PlanShape(
         aggregation=True,
         watermark_before_aggregation=any(i > first_agg for i in wm_at),
         watermark_after_aggregation=any(i < first_agg for i in wm_at),
         stream_stream_join=joins > 0 and relations > 1,
-        stateful_function=stateful,
+        **functions,
     )
 
 
@@ -254,8 +258,8 @@ def choose_mode(shape: PlanShape, sink: str, mode: str | None) -> str:
         mode = mode.lower()
         if mode not in MODES:
             raise ConfigError(f"'{mode}' is not an output mode", "Use append, update or complete")
-    if shape.stateful_function:
-        return mode or "update"
+    if shape.stateful_function:  # Spark refuses a query mode other than the one the function declares
+        return mode or shape.declared_mode or "update"
     if not shape.aggregation:
         if mode == "complete":
             raise UnsupportedOperation(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink, durable
-from ._pyspark import dataframe_from_plan, explain_string, plan_fields
+from ._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from .catalog import ACTIVE, LOST, Record
 from .kafka.connector import is_kafka, reads_own_source
 from .errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
@@ -97,7 +97,7 @@ class QueryStarting(SinkReading):
             writer = writer.option("checkpointLocation", checkpoint)
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
-        with translated():
+        with translated(), own_calls():
             if sink == "table":
                 handle = writer.toTable(table or name)
             elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:

@@ -116,3 +116,16 @@ def test_format_json_start_up_errors_are_json_too():
     assert result.returncode == 2
     assert json.loads(result.stderr) == {"error": "'http://nowhere:1' is not a Spark Connect URL",
                                          "hint": "Use sc://host:port, e.g. sc://localhost:15002"}
+
+
+def test_ss_start_in_code_is_recorded_once_and_restartable(remote_url):
+    """Code that calls ss.start runs pyspark's writeStream…start() inside sparkscope; the REPL's wrapper
+    for pasted pyspark code once recorded that start again, as a foreach_batch query, and said so."""
+    result = run_sparkscope("--remote", remote_url, "-c",
+                            "q = ss.start(ss.source.rate(1), 'once_recorded'); print(q.sink); q.stop()",
+                            "-c", ":queries --all")
+    assert result.returncode == 0, result.stderr
+    assert "cannot be restarted" not in result.stdout + result.stderr
+    assert result.stdout.startswith("bounded\n"), result.stdout
+    row = next(line for line in result.stdout.splitlines() if "once_recorded" in line)
+    assert "| stopped |" in row and "| yes " in row, row

@@ -229,7 +229,9 @@ def test_seed003_sensor_etl_to_parquet_with_checkpoint_and_trigger_then_read_bac
     per_type.stop()
 
 
-def test_seed002_rack_state_machine_with_apply_in_pandas_with_state(ss, data_dir):
+@pytest.mark.parametrize("declared", ["update", "append"])
+def test_seed002_rack_state_machine_with_apply_in_pandas_with_state(ss, data_dir, declared):
+    """The query runs in the output mode the function declares (Spark refuses any other)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     readings = [("rack1", 101.0, 1), ("rack1", 102.0, 2), ("rack1", 103.0, 3), ("rack2", 101.0, 1),
@@ -251,9 +253,9 @@ def test_seed002_rack_state_machine_with_apply_in_pandas_with_state(ss, data_dir
         yield pd.DataFrame({"rack": [key[0]], "status": [status]})
 
     status = racks.groupBy("rack").applyInPandasWithState(
-        update, "rack STRING, status STRING", "hot INT, status STRING", "update", GroupStateTimeout.NoTimeout)
+        update, "rack STRING, status STRING", "hot INT, status STRING", declared, GroupStateTimeout.NoTimeout)
     query = ss.start(status, "rack_status")
-    assert query.mode == "update"
+    assert query.mode == declared
     query.process_all_available()
     assert dict(ss.peek("rack_status").rows) == {"rack1": "warning", "rack2": "normal", "rack3": "normal"}
     query.stop()

@@ -96,6 +96,7 @@ AGG_WM = PlanShape(aggregation=True, watermark_before_aggregation=True)
     (PlanShape(), "memory", None, "append"), (AGG, "memory", None, "complete"), (AGG, "console", None, "complete"),
     (AGG_WM, "parquet", None, "append"), (AGG, "memory", "update", "update"),
     (PlanShape(stateful_function=True), "memory", None, "update"),
+    (PlanShape(stateful_function=True, declared_mode="append"), "memory", None, "append"),
 ])
 def test_output_mode_inference(shape, sink, mode, expected):
     assert choose_mode(shape, sink, mode) == expected
@@ -124,6 +125,18 @@ Aggregate"""
     shape = plan_shape(explain)
     assert shape.aggregation and shape.watermark_after_aggregation and not shape.watermark_before_aggregation
     assert "after the aggregation" in watermark_warning(shape)
+
+
+@pytest.mark.parametrize("node,declared", [
+    ("~FlatMapGroupsInPandasWithState f(k#22L)#31, [k#22L], [k#32L, n#33L], [StructField(n,LongType,true)], "
+     "Append, NoTimeout", "append"),
+    ("~TransformWithStateInPySpark transformWithStateUDF(k#1L)#4, 1, [k#5L, n#6L], Update, NoTime, pandas, false, 0",
+     "update"),
+])
+def test_plan_shape_reads_the_mode_a_stateful_function_declares(node, declared):
+    shape = plan_shape(f"{node}\n+- ~Project [(value#1L % 3) AS k#22L]\n   +- ~StreamingRelationV2 rate")
+    assert shape.stateful_function and shape.declared_mode == declared
+    assert choose_mode(shape, "memory", None) == declared
 
 
 PROGRESS = {"id": "q1", "runId": "r1", "name": "counts", "timestamp": "2024-01-01T00:00:00.000Z", "batchId": 7,

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..credentials import channel_credentials
 from .hooks import (ReaderSettings, WriterSettings, builder_options, connect_builder_create, connect_start_method,
-                    connect_readers, intercept, pyspark_classes)
+                    connect_readers, intercept, own_calls, pyspark_classes)
 
 __all__ = ["ReaderSettings", "WriterSettings", "builder_options", "connect_builder_create", "connect_start_method",
-           "connect_readers", "intercept", "pyspark_classes"]
+           "connect_readers", "intercept", "own_calls", "pyspark_classes"]
 
 CHECKED_AGAINST = "4.3.0"
 

@@ -3,7 +3,12 @@ INTERNALS of this package)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
+
+_own = threading.local()  # depth of the SDK's own calls in this thread (own_calls)
 
 
 # -- code written for pyspark, run in the REPL: the methods it calls, wrapped ---------------------
@@ -19,10 +24,24 @@ def intercept(owner: type, name: str, around: Any) -> None:
 
     @functools.wraps(original)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_own, "depth", 0):
+            return original(self, *args, **kwargs)
         return around(original, self, *args, **kwargs)
 
     wrapper.__sparkscope_original__ = original  # type: ignore[attr-defined]
     setattr(owner, name, wrapper)
+
+
+@contextlib.contextmanager
+def own_calls() -> Iterator[None]:
+    """The SDK's own calls into pyspark (ss.start's writeStream…start()), made while code of the user's
+    runs in the REPL: the wrappers pass them straight on. The REPL's start wrapper would otherwise record
+    the query a second time, as a foreach_batch query that cannot be restarted."""
+    _own.depth = getattr(_own, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _own.depth -= 1
 
 
 def pyspark_classes() -> dict[str, type]:

@@ -238,16 +238,18 @@ def plan_shape(analyzed_plan: str) -> PlanShape:
     stateful = [line for line in lines if "FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line]
     # its node prints the declared mode after the output attributes: "…, [k#1L, n#2L], Append, NoTimeout"
     declared = re.search(r"\], (Append|Update|Complete), ", stateful[0]) if stateful else None
-    functions = {"stateful_function": bool(stateful), "declared_mode": declared.group(1).lower() if declared else None}
+    declared_mode = declared.group(1).lower() if declared else None
     if not agg_at:
-        return PlanShape(stream_stream_join=joins > 0 and relations > 1, **functions)
+        return PlanShape(stream_stream_join=joins > 0 and relations > 1, stateful_function=bool(stateful),
+                         declared_mode=declared_mode)
     first_agg = agg_at[0]
     return PlanShape(
         aggregation=True,
         watermark_before_aggregation=any(i > first_agg for i in wm_at),
         watermark_after_aggregation=any(i < first_agg for i in wm_at),
         stream_stream_join=joins > 0 and relations > 1,
-        **functions,
+        stateful_function=bool(stateful),
+        declared_mode=declared_mode,
     )
 
 

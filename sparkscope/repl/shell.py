@@ -7,11 +7,13 @@ import sys
 from collections.abc import Callable, Iterable
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app_or_none
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.filters import is_searching
 from prompt_toolkit.formatted_text import HTML
 from prompt_toolkit.history import FileHistory
+from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.lexers import DynamicLexer, Lexer
@@ -31,6 +33,19 @@ class RedactingHistory(FileHistory):
 
     def store_string(self, string: str) -> None:
         super().store_string(redact(string))
+
+
+class EndOfFileKeepingInput(Vt100Input):
+    """The terminal, as prompt-toolkit reads it, with one addition: a Ctrl-D typed while no prompt was
+    reading (a command ran, or the REPL started) ends the prompt as a Ctrl-D typed at it would. It is
+    looked for the moment before the prompt makes the terminal raw, where it would be lost
+    (terminal.eof_typed_ahead)."""
+
+    def raw_mode(self):
+        app = get_app_or_none()
+        if app is not None and app.future is not None and not app.future.done() and eof_typed_ahead(self.stdin):
+            app.exit(exception=EOFError())
+        return super().raw_mode()
 
 
 class ShellCompleter(Completer):
@@ -180,6 +195,7 @@ class Shell:
         self._lexer: Lexer | None = None  # the highlighting, loaded once the first prompt is drawn
         history_path = private_file(state_dir() / "history")
         self.prompt: PromptSession[str] = PromptSession(
+            input=EndOfFileKeepingInput(sys.stdin),
             history=RedactingHistory(str(history_path)),
             lexer=DynamicLexer(lambda: self._lexer),
             completer=ShellCompleter(executor),
@@ -250,8 +266,6 @@ class Shell:
 
     def loop(self) -> int:
         while not self.executor.exit_requested:
-            if eof_typed_ahead():  # Ctrl-D typed while the last command ran: leave, as Python's REPL does
-                break
             try:
                 # Output from other threads goes above the prompt only while the prompt is shown. A
                 # command's own output is written directly and in order: through the proxy it could

@@ -227,3 +227,18 @@ def test_ctrl_d_typed_while_a_command_runs_leaves_after_it(remote_url, term):
     child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_ctrl_d_typed_the_moment_a_command_ends_leaves(remote_url, term):
+    """Between the command's end and the next prompt's raw mode there is no moment where it is lost."""
+    child = spawn("--remote", remote_url, env={"TERM": term})
+    child.delaybeforesend = None
+    repl = Repl(child)
+    repl.prompt()
+    child.send("print('fini' + 'shed')\r")
+    child.expect("finished", timeout=30)
+    child.sendcontrol("d")  # at once: while the REPL goes from the command back to its prompt
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 0

@@ -150,6 +150,18 @@ def usable(port: int) -> bool:
     return not port_open("127.0.0.1", port, timeout=0.3) and _port_free(port)
 
 
+def wait_until_free(port: int, timeout: float = 5.0) -> bool:
+    """Until nothing holds `port` (False if something still does after `timeout` seconds). A JVM that has
+    just ended shows as a zombie while its other threads still exit; its listening socket closes with the
+    last of them (27 ms after SIGKILL on a quiet machine)."""
+    deadline = time.monotonic() + timeout
+    while not usable(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def next_free_port(preferred: int, tries: int = 50) -> int:
     """`preferred` if nothing listens there, else the next port up that is free (then any free one)."""
     for port in range(preferred, min(preferred + tries, 65536)):

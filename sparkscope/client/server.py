@@ -24,7 +24,7 @@ from .errors import AuthenticationFailed, ServerError, ServerOutOfMemory
 from .logs import log as logger
 from .paths import private_dir, state_dir, write_private
 from .probe import port_open, probe, try_probe
-from .processes import kill
+from .processes import kill, wait_until_free
 from .remote import TOKEN_ENV
 from .secrets import remember_secret
 from .server_info import ServerInfo, holds_port, is_our_server
@@ -323,6 +323,7 @@ class LocalServer:
             return None
         # a server recording its class archive writes it as it exits: give it the time that takes
         stopped_cleanly = kill(info.pid, grace + (RECORDING_GRACE if info.class_recording else 0))
+        wait_until_free(info.port)  # so that a start right after finds the port free
         if info.class_recording:  # the JVM wrote its class archive as it exited
             ClassCache(self.home, java_path() or "java", pyspark_home()).keep(Path(info.class_recording), stopped_cleanly)
         if info.cluster is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import sparkscope
-from sparkscope.client.processes import free_port
+from sparkscope.client.processes import free_port, wait_until_free
 from sparkscope.client.server import LocalServer
 from sparkscope.client.session import Session
 from sparkscope.repl.executor import Executor
@@ -56,9 +56,12 @@ def start_query(ss, events, out):
 
 
 def kill_server(local: LocalServer) -> None:
-    pid = local.running().pid
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not _alive(pid), what="the killed server to be gone")
+    info = local.running()
+    os.kill(info.pid, signal.SIGKILL)
+    wait_for(lambda: not _alive(info.pid), what="the killed server to be gone")
+    # A killed JVM's main thread shows as a zombie while its other threads still exit; its listening socket
+    # closes with the last of them. A restart on the same port before that finds the port taken.
+    assert wait_until_free(info.port, timeout=30), "the killed server's port is still taken"
 
 
 def _alive(pid: int) -> bool:

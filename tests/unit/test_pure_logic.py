@@ -528,3 +528,17 @@ def test_a_mistyped_subcommand_still_lists_the_real_ones(capsys):
         main(["serve"])
     assert exit_.value.code == 2
     assert "invalid choice: 'serve' (choose from 'checkpoints', 'server')" in capsys.readouterr().err
+
+
+def test_wait_until_free_says_whether_a_port_was_let_go():
+    import socket
+
+    from sparkscope.client.processes import wait_until_free
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    assert wait_until_free(port, timeout=0.2) is False  # still held: it says so after the timeout
+    holder.close()
+    assert wait_until_free(port, timeout=5) is True

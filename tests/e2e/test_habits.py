@@ -214,16 +214,25 @@ def test_leaving_says_the_embedded_server_stays_and_how_to_stop_it(remote_url, s
 
 
 @pytest.mark.parametrize("term", ["xterm", "dumb"])
-def test_ctrl_d_typed_while_a_command_runs_leaves_after_it(remote_url, term):
+def test_ctrl_d_typed_while_a_command_runs_leaves_after_it(remote_url, term, tmp_path):
     """As in Python's REPL. Between prompts the terminal is in canonical mode, where Ctrl-D is an end of
     file and not a byte: prompt-toolkit's raw read never saw it, so the REPL stayed."""
+    import os
+
+    from tests.helpers import wait_for
+
+    go = tmp_path / "go"
+    os.mkfifo(go)  # the command runs until the test writes to it
     child = spawn("--remote", remote_url, env={"TERM": term})
     repl = Repl(child)
     repl.prompt()
-    child.send("import time; print('sle' + 'eping'); time.sleep(3); print('sl' + 'ept')\r")
-    child.expect("sleeping", timeout=30)  # the command runs, the prompt has let go of the terminal
+    child.send(f"print('wai' + 'ting'); open({str(go)!r}).read(); print('do' + 'ne')\r")
+    child.expect("waiting", timeout=30)  # the command runs, the prompt has let go of the terminal
     child.sendcontrol("d")
-    child.expect("slept", timeout=30)
+    writer = wait_for(lambda: _open_for_writing(go), timeout=30, what="the command to read the fifo")
+    os.write(writer, b"go")
+    os.close(writer)
+    child.expect("done", timeout=30)
     child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 0
@@ -242,3 +251,13 @@ def test_ctrl_d_typed_the_moment_a_command_ends_leaves(remote_url, term):
     child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 0
+
+
+def _open_for_writing(fifo) -> int | None:
+    """A writer's end of `fifo` once a reader has it open (None before)."""
+    import os
+
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: nobody reads it yet
+        return None

@@ -99,7 +99,7 @@ class AbovePlainPrompt:
         return getattr(self._stream, name)
 
 
-def eof_typed_ahead(stream: Any = None) -> bool:
+def eof_typed_ahead(stream: Any) -> bool:
     """True, and consumed, when Ctrl-D was typed while no prompt was reading (a command ran, or the REPL
     started). The terminal is then in canonical mode, where Ctrl-D on an empty line is the line
     discipline's end of file and not a byte: prompt-toolkit's raw-mode read never sees it, so it was lost.
@@ -109,7 +109,6 @@ def eof_typed_ahead(stream: Any = None) -> bool:
     import struct
     import termios
 
-    stream = sys.stdin if stream is None else stream
     try:
         fd = stream.fileno()
         if not os.isatty(fd) or termios.tcgetattr(fd)[3] & termios.ICANON == 0:

@@ -13,6 +13,20 @@ from ..client.errors import ConfigError, SparkscopeError
 from .cli_args import build_parser, split_script_args
 
 def main(argv: list[str] | None = None) -> int:
+    """The command. Its output piped into a reader that stops early (`sparkscope server logs | head`) ends
+    it quietly, as `cat` does, instead of with a BrokenPipeError traceback."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # inside the try: what print() or argparse's help kept in the buffer
+    except BrokenPipeError:
+        # stdout is gone: point it at /dev/null so that the interpreter's own flush at exit stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a program a closed pipe ended
+
+
+def _main(argv: list[str] | None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     # grpcio 1.81+ restarts its poller in a forked child, where closing the inherited descriptors before
     # exec makes it die of EBADF (grpc/grpc#43055): a pager or server the REPL starts while a channel is

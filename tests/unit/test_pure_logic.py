@@ -530,6 +530,23 @@ def test_a_mistyped_subcommand_still_lists_the_real_ones(capsys):
     assert "invalid choice: 'serve' (choose from 'checkpoints', 'server')" in capsys.readouterr().err
 
 
+def test_output_into_a_pipe_closed_early_ends_quietly():
+    """`sparkscope server logs | head -1`: the reader has gone, so the command ends as `cat` would, without
+    a BrokenPipeError traceback (the real command, its stdout a pipe whose read end is closed)."""
+    import subprocess
+
+    from tests.helpers import sparkscope_bin
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sparkscope_bin(), "--version"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_wait_until_free_says_whether_a_port_was_let_go():
     import socket
 

@@ -155,6 +155,8 @@ def _first_line(text: str) -> str:
 
 
 def _strip_sqlstate(text: str) -> str:
+    # pyspark puts the name of a server exception it has no class for first: "(org.apache.spark.X) …"
+    text = re.sub(r"^\((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*\)\s*", "", text.strip())
     text = re.sub(r"\s*SQLSTATE: \w+", "", text)
     text = re.sub(r"[;.]*\s*line \d+ pos \d+;?$", "", text.strip())
     text = re.sub(r"\.?\s*\(line \d+, pos \d+\)", "", text)

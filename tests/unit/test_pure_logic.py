@@ -218,6 +218,20 @@ def test_translate_keeps_one_line_and_the_error_class():
                                "the query that creates it.")
 
 
+def test_translate_leaves_out_the_java_class_pyspark_puts_first():
+    """spark.read.format('nope').load(): the server's SparkClassNotFoundException has no pyspark class, so
+    pyspark's message starts with the Java class's name in brackets; the one line starts with what went wrong."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    exc = SparkConnectGrpcException(
+        "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: nope. Make sure the provider name is correct. "
+        "SQLSTATE: 42K02", errorClass="DATA_SOURCE_NOT_FOUND", reason="org.apache.spark.SparkClassNotFoundException")
+    assert str(exc).startswith("(org.apache.spark.SparkClassNotFoundException) [DATA_SOURCE_NOT_FOUND]")
+    err = translate(exc)
+    assert err.message == "Failed to find the data source: nope. Make sure the provider name is correct"
+    assert err.error_class == "DATA_SOURCE_NOT_FOUND"
+
+
 def test_every_repl_hint_names_a_code_the_client_raises():
     """The REPL's hints are keyed by the client's error codes: a renamed code must not orphan its hint."""
     import re

@@ -1,7 +1,9 @@
 """Time to the first prompt, server already running, measured in a pty until the prompt is drawn:
 `sparkscope --remote URL` next to pyspark's own shell `pyspark --remote URL` and to the floor of any
 prompt-toolkit REPL, `python -c "import prompt_toolkit"` (printing a marker once imported), timed the
-same way; same run, runs interleaved, median of RUNS. A bare prompt-toolkit prompt (PromptSession with a
+same way; same run, runs interleaved, median of RUNS. Each round times all four one after the other, so
+the ratio to the floor is also given per round (its median): a machine that slows for a while slows a
+round's four alike, where the medians of four separate series can catch the slow spell in one only. A bare prompt-toolkit prompt (PromptSession with a
 toolbar, nothing else) is timed too: what any prompt costs beyond the import.
 
 Every module is byte-compiled first, as `pip install` leaves a wheel (an editable install under
@@ -18,7 +20,7 @@ import time
 
 from common import private_server_info
 
-RUNS = 15
+RUNS = 21
 FLOOR = "import prompt_toolkit; print('flo' + 'or>')"  # the marker is not in the echo of the command
 BARE = "import prompt_toolkit; prompt_toolkit.PromptSession(bottom_toolbar='x', multiline=True).prompt('ba' + 're> ')"
 BIN = os.path.dirname(sys.executable)
@@ -83,9 +85,11 @@ def main() -> None:
             floor.append(time_to_prompt([sys.executable, "-c", FLOOR], "floor>", pid))
             bare.append(time_to_prompt([sys.executable, "-c", BARE], "bare>", pid))
         a, b, f, p = (statistics.median(x) for x in (ours, theirs, floor, bare))
-        print(f"sparkscope to first prompt : {a:6.3f} s  ({a / f:.2f}x the floor, {a / b:.2f}x the pyspark shell)")
+        paired, paired_bare = (statistics.median(x / y for x, y in zip(series, floor, strict=True)) for series in (ours, bare))
+        print(f"sparkscope to first prompt : {a:6.3f} s  ({a / f:.2f}x the floor, per round {paired:.2f}x; "
+              f"{a / b:.2f}x the pyspark shell)")
         print(f"floor: import prompt_toolkit: {f:6.3f} s  (python -c, timed the same way)")
-        print(f"a bare PromptSession prompt: {p:6.3f} s  ({p / f:.2f}x the floor)")
+        print(f"a bare PromptSession prompt: {p:6.3f} s  ({p / f:.2f}x the floor, per round {paired_bare:.2f}x)")
         print(f"pyspark --remote shell     : {b:6.3f} s  (baseline, median of {RUNS})")
 
 

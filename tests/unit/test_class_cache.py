@@ -151,6 +151,9 @@ def test_the_recorder_waits_while_the_users_server_is_busy_and_starts_once_it_is
     from sparkscope.client import class_recording
 
     monkeypatch.setattr(class_recording, "IDLE_WINDOW", 0.3)
+    # "busy" is a spinning process, which gets less than a tenth of a core on a saturated machine (load 20
+    # while a soak ran beside this test): a fiftieth still tells it from a process blocked on a read
+    monkeypatch.setattr(class_recording, "IDLE_SHARE", 0.02)
     lock = tmp_path / "recorder.lock"
     lock.write_text("")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])

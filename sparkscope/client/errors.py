@@ -274,6 +274,37 @@ def _connection_error(text: str, error_class: str | None, name: str) -> Sparksco
     return None
 
 
+_PYTHON_MISMATCH = r"different version:?\s*(\d+\.\d+)\s+than that in driver:?\s*(\d+\.\d+)"
+_NO_MODULE = r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'"
+SERVER_CHECK_HINT = "sparkscope server check says what the server's Python lacks"
+
+
+def _python_worker_error(text: str) -> SparkscopeError | None:
+    """One line for the ways Python code sent to the server fails there (UDFs, foreachBatch, data sources):
+    another Python minor version, a module its Python lacks, a worker that never connected back."""
+    mismatch = re.search(_PYTHON_MISMATCH, text)
+    if mismatch:
+        server, client = mismatch.group(1), mismatch.group(2)
+        return UnsupportedOperation(
+            f"The server's Python is {server} and this client's is {client}: Python code sent to the server (UDFs, "
+            "foreachBatch, Python data sources) needs the same minor version on both sides",
+            f"Run this client with Python {server}, or use a server whose Python is {client} (docs/clusters.md)",
+            "PYTHON_VERSION_MISMATCH", code="python_mismatch", data={"server": server, "client": client})
+    missing = re.search(_NO_MODULE, text)
+    if missing:
+        module = missing.group(1)
+        return UnsupportedOperation(
+            f"The server's Python has no module '{module}', which Python code sent to it imports",
+            f"Install it in the server's Python (sparkscope's own needs are in server-config/requirements.txt); "
+            f"{SERVER_CHECK_HINT}", "ModuleNotFoundError", code="server_lacks_module", data={"module": module})
+    if "failed to connect back" in text.lower() or "waiting for the Python worker to connect back" in text:
+        return SparkscopeError(
+            "The server could not start a Python worker for this: it did not connect back in time",
+            f"The server's Python may lack a package the code imports, or the server was too busy; {SERVER_CHECK_HINT}",
+            "PYTHON_WORKER_FAILED", code="python_worker_failed")
+    return None
+
+
 def translate(exc: BaseException) -> SparkscopeError:
     """Turn any exception raised by pyspark or gRPC into a SparkscopeError (idempotent)."""
     if isinstance(exc, SparkscopeError):
@@ -302,8 +333,13 @@ def translate(exc: BaseException) -> SparkscopeError:
     raw = _grpc_error(text) if "StatusCode." in text else None
     if raw is not None:
         return raw
+    worker = _python_worker_error(text) if type(exc).__module__.startswith("pyspark") else None
     if name in ("StreamingQueryException",):
+        if worker is not None:
+            return QueryFailed(worker.message, worker.hint, error_class or name, code=worker.code, data=worker.data)
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
+    if worker is not None:
+        return worker
     taken = re.search(_NAME_TAKEN, first)
     if taken:  # writeStream…queryName(N).start() while a query named N runs
         return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink, durable
+from .capabilities import ADD_PACKAGES
 from ._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from .catalog import ACTIVE, LOST, Record
 from .kafka.connector import is_kafka, reads_own_source
@@ -63,23 +64,47 @@ class QueryStarting(SinkReading):
                                        "Build it from spark.readStream or ss.source.*")
         shape = plan_shape(call(explain_string, df, extended=True))
         chosen = choose_mode(shape, sink or BOUNDED, mode)
+        asked = sink
         sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
         if sink == BOUNDED and parsed_trigger.kind == "continuous":
             raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
                                        "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "
                                        "a processing-time trigger", code="continuous_bounded")
-        warning = " ".join(w for w in (watermark_warning(shape), memory_sink_warning(sink, chosen, parsed_trigger))
-                           if w) or None
+        notes: list[str] = []
+        if sink in (BOUNDED, "foreach_batch"):
+            sink = self._python_sink_or_fallback(sink, defaulted=asked is None and keep is None, notes=notes)
+        grows = None if notes else memory_sink_warning(sink, chosen, parsed_trigger)
+        warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
+        if checkpoint is None and self.checkpoint_root is None and self.facts.first_time("no_checkpoint_root"):
+            notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so :restart and "
+                         ":state cannot work for this query; give :start --checkpoint PATH (checkpoint=… in "
+                         "ss.start), or set that conf on the server")
         plan, problem = durable.replay_check(self.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
-                            problem=problem, retention=retention if sink == BOUNDED else None)
+                            problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    def _python_sink_or_fallback(self, sink: str, *, defaulted: bool, notes: list[str]) -> str:
+        """`sink` when the server's Python can run Connect's foreachBatch; else Spark's memory sink for a sink
+        that was only the default (said once per session, in `notes`), or one line naming what the server lacks."""
+        problem = self.facts.get().foreach_batch_problem()
+        if problem is None:
+            return sink
+        if not defaulted:
+            what = "The bounded sink" if sink == BOUNDED else "foreach_batch"
+            raise UnsupportedOperation(f"{what} runs Python on the server, and this server cannot: {problem}",
+                                       f"Leave out keep and the sink (Spark's memory sink is used), or {ADD_PACKAGES}",
+                                       code="server_lacks_python", data={"problem": problem})
+        if self.facts.first_time("memory_fallback"):
+            notes.append(f"Spark's memory sink, not the bounded sink: {problem}. It keeps every row in the server's "
+                         f"memory (:stop the query when done); for the bounded sink, {ADD_PACKAGES}")
+        return "memory"
 
     def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
                 checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
                 foreach_batch: Callable[[Any, int], None] | None = None, warning: str | None = None,
                 plan: bytes | None = None, problem: str | None = None,
-                retention: Retention | None = None) -> Query:
+                retention: Retention | None = None, notes: list[str] | None = None) -> Query:
         """Start a checked query and record it in the catalog."""
         self._check_not_running_elsewhere(name)
         view = None
@@ -112,6 +137,7 @@ class QueryStarting(SinkReading):
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
+        query.notes.extend(notes or [])
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self.kafka.describe())

@@ -27,13 +27,21 @@ class SessionBase:
     """What every layer of a Session holds. `spark` is the real pyspark SparkSession."""
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str, server_home: Path | None = None):
+        from .capabilities import KnownServers, ServerFacts
         from .kafka.connector import KafkaSupport
+        from .paths import state_dir
         from .sources import Sources
 
         self.spark = spark
         self.target = target
         self.server_version = server_version
         self.kafka = KafkaSupport(spark, server_version, target.profile)
+        # what the server can run (its Python, Kafka connector, checkpoint root), asked on first need
+        self.facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,
+                                 kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
+                                 auth=bool(target.token), tls=target.needs_tls,
+                                 known=KnownServers(Path(server_home or state_dir()) / "servers.json"))
+        self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
         self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
         self._queries: dict[str, Query] = {}
         self._started_here: set[str] = set()  # ids of the queries this process started (not found)

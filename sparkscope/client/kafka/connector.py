@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnsupportedOperation
 from . import SOURCE_NAME
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10"
@@ -42,6 +42,8 @@ class KafkaSupport:
         self._has_connector: bool | None = None
         self._registered = False
         self._bootstraps: list[str] = []  # the clusters this session's Kafka sources and sinks named
+        # why the server's Python cannot run sparkscope's own source (None: it can); the session sets it
+        self.own_source_problem: Callable[[], str | None] = lambda: None
 
     def remember(self, options: Mapping[str, Any]) -> None:
         """Note the cluster a source or sink of this session names, for :topics and :produce."""
@@ -93,6 +95,13 @@ class KafkaSupport:
         """"kafka" when the server has Spark's connector, else sparkscope's source (registered now)."""
         if self.has_connector():
             return SPARK_FORMAT
+        problem = self.own_source_problem()
+        if problem:
+            raise UnsupportedOperation(
+                f"This server cannot read or write Kafka: it has no spark-sql-kafka connector, and for sparkscope's "
+                f"own source {problem}", "Add confluent-kafka and pyarrow to the server's Python (pip install -r "
+                "server-config/requirements.txt), or start the server with Spark's connector (--packages "
+                f"{connector_package(self._server_version or '<spark version>')})", code="kafka_unavailable")
         self.register()
         return SOURCE_NAME
 

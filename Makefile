@@ -6,8 +6,14 @@ STAMP  := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 BENCHSTAMP := $(VENV)/.installed-bench
 SOAK_MINUTES ?= 60
+# Servers that are not sparkscope's own, for the tests' server tier (tests/foreign_server.py): each a venv of its
+# own, built once (pip's cache keeps a rebuild fast). `bare` is the pinned pyspark without extras (the official
+# image's Python); `spark-4.0` is the oldest Spark line we support, its Python made from server-config/requirements.txt.
+PYSPARK_PIN := $(shell sed -n 's/.*"pyspark\[connect\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
+OLDEST_SPARK := 4.0.5
+SERVER_VENVS := .venv-servers/bare/.installed .venv-servers/spark-4.0/.installed
 
-.PHONY: run test test-cluster unit bench soak lint docs install server-stop clean
+.PHONY: run test test-cluster test-servers server-venvs unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -31,6 +37,18 @@ $(BENCHSTAMP): $(TESTSTAMP)
 
 install: $(STAMP)
 
+.venv-servers/bare/.installed: pyproject.toml
+	rm -rf .venv-servers/bare && $(PYTHON) -m venv .venv-servers/bare
+	PYTHONWARNINGS=ignore .venv-servers/bare/bin/pip install -q pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
+	@.venv-servers/bare/bin/python -c 'import pyspark' && touch $@
+
+.venv-servers/spark-4.0/.installed: server-config/requirements.txt
+	rm -rf .venv-servers/spark-4.0 && $(PYTHON) -m venv .venv-servers/spark-4.0
+	PYTHONWARNINGS=ignore .venv-servers/spark-4.0/bin/pip install -q pyspark==$(OLDEST_SPARK) -r server-config/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+	@.venv-servers/spark-4.0/bin/python -c 'import pyspark, pandas, pyarrow' && touch $@
+
+server-venvs: $(SERVER_VENVS)
+
 run: $(STAMP)
 	@$(BIN)/sparkscope
 
@@ -40,10 +58,14 @@ run: $(STAMP)
 # The cluster tier (a standalone master, two workers and the Connect server) runs after the rest, in its
 # own pytest process, so that no other Spark runs beside it.
 TEST_WORKERS ?= 2
-test: $(TESTSTAMP)
+test: $(TESTSTAMP) $(SERVER_VENVS)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster
+	$(BIN)/python -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers
 	$(BIN)/python -m pytest tests/cluster -q
+	$(BIN)/python -m pytest tests/servers -q --durations=5
+
+test-servers: $(TESTSTAMP) $(SERVER_VENVS)
+	$(BIN)/python -m pytest tests/servers -q --durations=5
 
 test-cluster: $(TESTSTAMP)
 	$(BIN)/python -m pytest tests/cluster -q
@@ -71,4 +93,4 @@ server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-servers build *.egg-info

@@ -311,7 +311,7 @@ class ServerFacts:
                 caps = learn(self._spark, url=self._url, spark_version=self._spark_version, identity=identity,
                              kafka_connector=self._kafka_connector, checkpoint_root=self._checkpoint_root(),
                              auth=self._auth, tls=self._tls)
-                log.info("learned what %s can run in %.2f s", self._url, caps.probe_seconds)
+                log.debug("learned what %s can run in %.2f s", self._url, caps.probe_seconds)
                 if caps.python.failure is None or caps.python.version:  # a timeout is not kept: it may pass
                     self._known.put(caps)
             self._caps = caps

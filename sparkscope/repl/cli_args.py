@@ -80,7 +80,7 @@ def _server_parser(sub: Any) -> None:
                             description="Manage the embedded local Spark Connect server (a JVM started from "
                                         "the pip-installed pyspark). Its pid, port and log live in "
                                         "$XDG_STATE_HOME/sparkscope/.")
-    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,logs,token}", required=True)
+    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,check,logs,token}", required=True)
     # `server status --format json` as well as `--format json server status`
     formats = _Parser(add_help=False)
     formats.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS,
@@ -116,6 +116,16 @@ def _server_parser(sub: Any) -> None:
     actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path", parents=[formats])
     actions.add_parser("token", help="print the server's token, for a plain pyspark client (stdout only)",
                        parents=[formats])
+    check = actions.add_parser("check", parents=[formats],
+                               help="what a server can run for this client (the embedded one, or --remote URL); "
+                                    "exit code 0 only when everything sparkscope uses works",
+                               description="Ask a Spark Connect server what sparkscope needs of it: its Spark, its "
+                                           "Python (the version and the packages Connect's foreachBatch and "
+                                           "sparkscope's Kafka source import), Spark's Kafka connector, a "
+                                           "checkpoint root, auth and TLS. Exit code 0 when everything works, 1 "
+                                           "when something is missing, 2 when the server cannot be reached.")
+    check.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
+                       help="the server to check (default: SPARK_REMOTE, the profile, or the embedded server)")
     actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")

@@ -17,6 +17,7 @@ from .results import Block, Message, Result, Table
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..client.capabilities import Capabilities
     from .context import CommandContext
 
 
@@ -115,7 +116,36 @@ def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     ui = session.spark_ui()
     if ui is not None:
         rows.append(["spark UI", ui])
+    rows.append(["server", server_row(session.facts.known())])
     return Table(["field", "value"], rows, footer="")
+
+
+@command("server", "What this server can run for this client: Spark, its Python and packages, Kafka, checkpoints, "
+         "auth (--refresh asks it again)", options=(flag("refresh"),))
+def server(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    return capability_table(ctx.session.facts.get(refresh=opts.flag("refresh")))
+
+
+def capability_table(caps: Capabilities) -> Table:
+    """`:server` and `sparkscope server check`: each capability, what it enables, what is missing, how to add it."""
+    checks = caps.checks()
+    rows = [[c.capability, "-" if c.ok is None else ("ok" if c.ok else "MISSING"), c.found, c.enables, c.fix]
+            for c in checks]
+    missing = [c.capability for c in checks if c.ok is False]
+    footer = ("Everything sparkscope uses works on this server." if not missing else
+              f"Missing: {', '.join(missing)}. What needs it falls back, or says in one line what the server lacks.")
+    return Table(["capability", "status", "found", "enables", "to add it"], rows, footer=footer,
+                 droppable=("enables",))
+
+
+def server_row(caps: Capabilities | None) -> str:
+    """The `server` row of :session: what is known of the server (nothing is asked for it)."""
+    if caps is None:
+        return "not asked yet (:server asks)"
+    missing = [c.capability for c in caps.checks() if c.ok is False]
+    python = caps.python.version or "no Python"
+    return (f"Spark {caps.spark_version}, Python {python}; "
+            + ("everything sparkscope uses works" if not missing else f"missing: {', '.join(missing)} (:server)"))
 
 
 KEYS = """\

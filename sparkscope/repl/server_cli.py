@@ -22,6 +22,8 @@ def server_main(args: argparse.Namespace) -> int:
 
         return _emit(args, Message(f"Java {java_version()} found"))
     server = LocalServer()
+    if args.action == "check":
+        return _check(args)
     actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs}
     return actions[args.action](args, server)
 
@@ -120,6 +122,24 @@ def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
     for line in failed:
         print(f"error: could not restore {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Like `databricks-connect test`: what the server can run for this client; 0 only when everything works."""
+    from ..client.errors import ConnectionFailed
+    from ..client.session import Session, resolve_target
+    from .commands_session import capability_table
+
+    try:
+        session = Session.open(resolve_target(getattr(args, "remote", None), profile=args.profile,
+                                              start_server=False), keepalive=0, activate=False)
+    except ConnectionFailed as exc:
+        return _fail(args, exc, 2)
+    try:
+        caps = session.facts.get(refresh=True)
+    finally:
+        session.close()
+    return _emit(args, capability_table(caps), 0 if caps.ok else 1)
 
 
 def _token(args: argparse.Namespace, server: LocalServer) -> int:

@@ -17,6 +17,20 @@ SPARK_FORMAT = "kafka"
 _PROBE_OPTIONS = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "sparkscope-probe"}
 
 
+# Spark gives Python streaming sources admission control (latestOffset(start, limit)) from 4.3 on
+OLD_SPARK_NOTE = ("Spark before 4.3 gives a Python source no admission control, so each batch reads all that is "
+                  "there and maxOffsetsPerTrigger is not applied (Spark's connector applies it)")
+
+
+def admission_control(spark_version: str | None) -> bool:
+    """Whether a server of this Spark version asks Python streaming sources with a read limit (4.3 and later)."""
+    try:
+        major, minor = (int(part) for part in (spark_version or "").split(".")[:2])
+    except ValueError:
+        return True  # a version we cannot read: the newer behaviour
+    return (major, minor) >= (4, 3)
+
+
 def connector_package(spark_version: str, scala_version: str = "2.13") -> str:
     """The Maven coordinates of Spark's Kafka connector for a server's Spark and Scala versions."""
     return f"{CONNECTOR}_{scala_version}:{spark_version}"
@@ -124,6 +138,9 @@ class KafkaSupport:
         if self.has_connector():
             return "Kafka through Spark's connector (spark-sql-kafka) on the server"
         package = connector_package(self._server_version or "<spark version>")
+        if not admission_control(self._server_version):
+            return (f"Kafka through sparkscope's own source and sink (no spark-sql-kafka connector on the server); "
+                    f"{OLD_SPARK_NOTE}")
         return (f"Kafka through sparkscope's own source and sink (confluent-kafka in the server's Python): the "
                 f"server has no spark-sql-kafka connector (sparkscope server start --kafka adds {package} "
                 f"where Maven Central is reachable)")

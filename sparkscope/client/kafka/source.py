@@ -108,8 +108,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         rows = self.options.max_offsets_per_trigger
         return ReadMaxRows(rows) if rows else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit_: Any = None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit_: Any = None) -> dict:
         watermarks = self.metadata.watermarks()
+        if start is None:  # Spark 4.0-4.2 asks without admission control: all that is there (OLD_SPARK_NOTE)
+            return nest({tp: high for tp, (_, high) in watermarks.items()})
         begin_at, losses = begin(flatten(start), watermarks)
         if losses and self.options.fail_on_data_loss:
             raise _loss_error(losses)

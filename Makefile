@@ -12,6 +12,13 @@ SOAK_MINUTES ?= 60
 PYSPARK_PIN := $(shell sed -n 's/.*"pyspark\[connect\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
 OLDEST_SPARK := 4.0.5
 SERVER_VENVS := .venv-servers/bare/.installed .venv-servers/spark-4.0/.installed
+# A third server runs the bare pyspark on another Python minor version than the client's, when this machine has
+# one (python3.12, python3.13, python3.10 on the PATH, or pyenv's); without one, the tier leaves that server out.
+PY_MINOR := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+OTHER_PYTHON ?= $(shell for p in $$(command -v python3.12 python3.13 python3.10 2>/dev/null) $$(ls -dr $$HOME/.pyenv/versions/3.1[0-9]*/bin/python3 2>/dev/null); do v=$$($$p -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || continue; [ "$$v" != "$(PY_MINOR)" ] && echo $$p && break; done)
+ifneq ($(OTHER_PYTHON),)
+SERVER_VENVS += .venv-servers/other-python/.installed
+endif
 
 .PHONY: run test test-cluster test-servers server-venvs unit bench soak lint docs install server-stop clean
 
@@ -46,6 +53,11 @@ install: $(STAMP)
 	rm -rf .venv-servers/spark-4.0 && $(PYTHON) -m venv .venv-servers/spark-4.0
 	PYTHONWARNINGS=ignore .venv-servers/spark-4.0/bin/pip install -q pyspark==$(OLDEST_SPARK) -r server-config/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
 	@.venv-servers/spark-4.0/bin/python -c 'import pyspark, pandas, pyarrow' && touch $@
+
+.venv-servers/other-python/.installed: pyproject.toml
+	rm -rf .venv-servers/other-python && $(OTHER_PYTHON) -m venv .venv-servers/other-python
+	PYTHONWARNINGS=ignore .venv-servers/other-python/bin/pip install -q pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
+	@.venv-servers/other-python/bin/python -c 'import pyspark' && touch $@
 
 server-venvs: $(SERVER_VENVS)
 

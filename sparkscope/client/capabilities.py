@@ -145,8 +145,8 @@ class Capabilities:
     # -- the table --------------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         python = self.python
-        python_found = (f"{python.version} ({python.executable})" if python.version
-                        else f"not run: {python.failure}")
+        python_found = (f"{python.version}" + (f" ({python.executable})" if python.executable else "")
+                        if python.version else f"not run: {python.failure}")
         python_fix = (f"use Python {minor(python.version)} for this client, or a server image with Python "
                       f"{minor(self.client_python)} (docs/clusters.md)" if self.python_problem() and python.version
                       else "set PYSPARK_PYTHON on the server to a working Python 3")

@@ -293,6 +293,12 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
     missing = re.search(_NO_MODULE, text)
     if missing:
         module = missing.group(1)
+        if module == "pyarrow":  # Spark 4.1+ runs a plain udf through Arrow unless the session says otherwise
+            return UnsupportedOperation(
+                "The server's Python has no module 'pyarrow', which Arrow UDFs (the default for udf) need there",
+                "For a plain udf: spark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'false'), or "
+                "udf(…, useArrow=False); or install server-config/requirements.txt in the server's Python",
+                "ModuleNotFoundError", code="server_lacks_module", data={"module": module})
         return UnsupportedOperation(
             f"The server's Python has no module '{module}', which Python code sent to it imports",
             f"Install it in the server's Python (sparkscope's own needs are in server-config/requirements.txt); "

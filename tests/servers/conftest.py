@@ -1,16 +1,17 @@
 """The tier against servers that are not sparkscope's own (tests/foreign_server.py): each test runs against a
-bare server (the official image's Python) and an older one (Spark 4.0, its Python made from
-server-config/requirements.txt). One server runs at a time: pytest finishes every test of one before it starts
-the other."""
+bare server (the official image's Python), an older one (Spark 4.0, its Python made from
+server-config/requirements.txt) and, where this machine has another Python minor version than the client's, a
+bare server on that Python. One server runs at a time: pytest finishes every test of one before it starts the
+next."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.e2e.conftest import repl  # noqa: F401 - the REPL in a pty, on `remote_url`
-from tests.foreign_server import start
+from tests.foreign_server import VENVS, start
 
-SERVERS = ("bare", "spark-4.0")
+SERVERS = ("bare", "spark-4.0", *(("other-python",) if (VENVS / "other-python" / ".installed").exists() else ()))
 
 
 @pytest.fixture(scope="session", params=SERVERS)
@@ -29,6 +30,6 @@ def remote_url(foreign) -> str:
 
 
 @pytest.fixture
-def bare(foreign) -> bool:
-    """Whether this is the bare server (its Python has none of pyspark's Connect extras)."""
-    return foreign.name == "bare"
+def kind(foreign) -> str:
+    """bare (no pandas or pyarrow), spark-4.0 (everything), other-python (another Python minor version)."""
+    return foreign.name

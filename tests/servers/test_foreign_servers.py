@@ -1,8 +1,9 @@
 """Every feature on a server that is not sparkscope's own: the result, or one line naming what the server lacks.
 
-Each test runs twice (tests/servers/conftest.py): against a bare server, whose Python has no pandas or pyarrow
-(the official image's), and against Spark 4.0 with server-config/requirements.txt in its Python. Nothing a user
-types may end in `Python worker failed to connect back`.
+Each test runs against every server of tests/servers/conftest.py: a bare server, whose Python has no pandas or
+pyarrow (the official image's); Spark 4.0 with server-config/requirements.txt in its Python; and a bare server on
+another Python minor version than the client's. Nothing a user types may end in `Python worker failed to connect
+back`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from tests.helpers import run_sparkscope, wait_for
 __all__ = ["test_the_first_session_runs_as_written", "test_the_sdk_example_runs_as_written"]  # run here too
 
 WORKER_FAILED = "connect back"
-FALLBACK_NOTE = ("note: Spark's memory sink, not the bounded sink: the server's Python lacks pandas, pyarrow, grpcio, "
-                 "grpcio-status, googleapis-common-protos, zstandard, which Connect's foreachBatch worker imports.")
+LACKS_CONNECT = ("the server's Python lacks pandas, pyarrow, grpcio, grpcio-status, googleapis-common-protos, "
+                 "zstandard, which Connect's foreachBatch worker imports")
+OTHER_MINOR = (r"the server's Python is 3\.\d+ and this client's is 3\.\d+: Python code sent to the server needs the "
+               r"same minor version on both sides")
+# what keeps Connect's foreachBatch off each server, as a pattern (spark-4.0 has everything)
+FOREACH_BATCH_PROBLEM = {"bare": re.escape(LACKS_CONNECT), "other-python": OTHER_MINOR}
 
 
 def _rows_of(repl, command: str, pattern: str, what: str) -> str:
@@ -33,32 +38,41 @@ def _rows_of(repl, command: str, pattern: str, what: str) -> str:
     return box["out"]
 
 
-def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_url, bare):
+def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_url, kind):
     done = run_sparkscope("server", "check", "--remote", remote_url, timeout=180)
     out = done.stdout
-    assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out
-    if bare:
+    if kind == "spark-4.0":
+        assert done.returncode == 0, out + done.stderr
+        assert re.search(r"\| spark +\| ok +\| 4\.0\.\d+ at sc://localhost:\d+", out), out
+        assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out
+        assert re.search(r"\| kafka +\| ok +\| sparkscope's own source and sink", out), out
+        assert "Everything sparkscope uses works on this server." in out
+    else:
         assert done.returncode == 1, out + done.stderr
+        assert "Missing: " + ("" if kind == "bare" else "python, ") + "foreachBatch, kafka, checkpoints." in out, out
+        assert re.search(r"\| checkpoints +\| MISSING +\| no spark\.sql\.streaming\.checkpointLocation", out), out
+    if kind == "bare":
+        assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out
         assert re.search(r"\| foreachBatch +\| MISSING +\| missing pandas, pyarrow, grpcio, grpcio-status, "
                          r"googleapis-common-protos, zstandard +\|", out), out
         assert re.search(r"\| kafka +\| MISSING +\| none: no spark-sql-kafka connector, and no pyarrow, "
                          r"confluent-kafka for sparkscope's own", out), out
-        assert re.search(r"\| checkpoints +\| MISSING +\| no spark\.sql\.streaming\.checkpointLocation", out), out
-        assert "Missing: foreachBatch, kafka, checkpoints." in out
-    else:
-        assert done.returncode == 0, out + done.stderr
-        assert re.search(r"\| spark +\| ok +\| 4\.0\.\d+ at sc://localhost:\d+", out), out
-        assert re.search(r"\| kafka +\| ok +\| sparkscope's own source and sink", out), out
-        assert "Everything sparkscope uses works on this server." in out
+    if kind == "other-python":
+        found = re.search(r"\| python +\| MISSING +\| (3\.\d+)(?:\.\d+)?(?: \([^)]*\))?; this client: (3\.\d+)\.\d+ +\|", out)
+        assert found and found.group(1) != found.group(2), out
+        assert re.search(rf"use Python {found.group(1)} for this client, or a server image with Python "
+                         rf"{found.group(2)}", out), out
     assert WORKER_FAILED not in out + done.stderr
 
 
-def test_start_peek_progress_watch_and_stop_an_append_stream(repl, bare):
+def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
+    lacking = kind != "spark-4.0"
     repl.run('ticks = spark.readStream.format("rate").option("rowsPerSecond", 10).load()')
     out = repl.run(":start ticks")
-    if bare:
+    if lacking:
         assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → memory sink, append mode", out), out
-        assert FALLBACK_NOTE in out, out
+        assert re.search(r"note: Spark's memory sink, not the bounded sink: " + FOREACH_BATCH_PROBLEM[kind] + r"\. It "
+                         r"keeps every row in the server's memory", out), out
         assert "note: no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so :restart and " \
                ":state cannot work for this query" in out, out
         assert "warning:" not in out  # the note says what the memory sink keeps; no second line says it again
@@ -73,18 +87,19 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, bare):
     repl.child.send("q")
     repl.prompt()
     again = repl.run(":start ticks2 ticks")
-    assert "→ memory sink" in again if bare else "→ bounded sink" in again
+    assert "→ memory sink" in again if lacking else "→ bounded sink" in again
     assert "note:" not in again  # said once per session
     assert repl.run(":stop ticks").strip().endswith("Stopped ticks")
-    if bare:  # a sink the user asked for by name is not replaced: one line says why it cannot run
+    if lacking:  # a sink the user asked for by name is not replaced: one line says why it cannot run
         out = repl.run(":start kept ticks --keep 100")
-        assert out.strip().splitlines()[-1].startswith(
-            "error: The bounded sink runs Python on the server, and this server cannot: the server's Python lacks "
-            "pandas"), out
+        assert re.fullmatch(r"error: The bounded sink runs Python on the server, and this server cannot: "
+                            + FOREACH_BATCH_PROBLEM[kind] + r"\. Leave out keep and the sink .*",
+                            out.strip().splitlines()[-1]), out
     session = repl.run(":session")
-    assert re.search(r"\| server +\| Spark 4\.\d+\.\d+, Python 3\.\d+\.\d+; " +
-                     ("missing: foreachBatch, kafka, checkpoints \\(:server\\)" if bare
-                      else "everything sparkscope uses works"), session), session
+    assert re.search(r"\| server +\| Spark 4\.\d+\.\d+, Python 3\.\d+(\.\d+)?; " +
+                     {"bare": "missing: foreachBatch, kafka, checkpoints \\(:server\\)",
+                      "other-python": "missing: python, foreachBatch, kafka, checkpoints \\(:server\\)",
+                      "spark-4.0": "everything sparkscope uses works"}[kind], session), session
     assert WORKER_FAILED not in out + again + session
     repl.run(":stop --all")
 
@@ -130,20 +145,22 @@ def test_state_of_a_query_with_a_checkpoint(repl, tmp_path):
     repl.run(":stop counts")
 
 
-def test_kafka_reads_through_what_the_server_has_or_says_what_it_lacks(repl, kafka_broker, bare):
+def test_kafka_reads_through_what_the_server_has_or_says_what_it_lacks(repl, kafka_broker, kind):
     topic = f"servers_{uuid.uuid4().hex[:6]}"
     kafka_broker.create(topic, 1)
     kafka_broker.produce(topic, ["a", "b", "c"])
     out = repl.run(f'clicks = spark.readStream.format("kafka").option("kafka.bootstrap.servers", '
                    f'"{kafka_broker.bootstrap}").option("subscribe", "{topic}")'
                    '.option("startingOffsets", "earliest").load()')
-    if bare:  # the line that names the source says it: nothing was defined
+    if kind != "spark-4.0":  # the line that names the source says it: nothing was defined
         lines = [line for line in out.strip().splitlines() if line.startswith("error:")]
-        assert lines == ["error: This server cannot read or write Kafka: it has no spark-sql-kafka connector, and "
-                         "for sparkscope's own source the server's Python lacks pyarrow, confluent-kafka. Add "
-                         "confluent-kafka and pyarrow to the server's Python (pip install -r "
-                         "server-config/requirements.txt), or start the server with Spark's connector (--packages "
-                         "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0)."], out
+        problem = ("the server's Python lacks pyarrow, confluent-kafka" if kind == "bare" else OTHER_MINOR)
+        assert len(lines) == 1 and re.fullmatch(
+            r"error: This server cannot read or write Kafka: it has no spark-sql-kafka connector, and for "
+            r"sparkscope's own source " + (re.escape(problem) if kind == "bare" else problem) + r"\. Add "
+            r"confluent-kafka and pyarrow to the server's Python \(pip install -r server-config/requirements\.txt\), "
+            r"or start the server with Spark's connector \(--packages "
+            r"org\.apache\.spark:spark-sql-kafka-0-10_2\.13:4\.3\.0\)\.", lines[0]), out
     else:
         out += repl.run(":start clicks clicks.selectExpr('CAST(value AS STRING) AS v')")
         assert ("note: Kafka through sparkscope's own source and sink (no spark-sql-kafka connector on the server); "
@@ -153,3 +170,23 @@ def test_kafka_reads_through_what_the_server_has_or_says_what_it_lacks(repl, kaf
         assert {"a", "b", "c"} <= set(re.findall(r"^\|\s*([abc])\s*\|", peek, re.M)), peek
     assert WORKER_FAILED not in out
     repl.run(":stop --all")
+
+
+def test_a_udf_runs_or_says_what_the_server_lacks(repl, kind):
+    out = repl.run('spark.range(3).select(F.udf(lambda x: x + 1, "long")("id").alias("n")).collect()')
+    if kind == "spark-4.0":
+        assert "[Row(n=1), Row(n=2), Row(n=3)]" in out, out
+    elif kind == "bare":  # Spark 4.3 runs a plain udf through Arrow; the line says how to run it without
+        assert out.strip().splitlines()[-1] == (
+            "error: The server's Python has no module 'pyarrow', which Arrow UDFs (the default for udf) need there. "
+            "For a plain udf: spark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'false'), or "
+            "udf(…, useArrow=False); or install server-config/requirements.txt in the server's Python."), out
+        repl.run("spark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'false')")
+        again = repl.run('spark.range(3).select(F.udf(lambda x: x + 1, "long")("id").alias("n")).collect()')
+        assert "[Row(n=1), Row(n=2), Row(n=3)]" in again, again
+    else:
+        assert re.fullmatch(r"error: The server's Python is (3\.\d+) and this client's is (3\.\d+): Python code "
+                            r"sent to the server \(UDFs, foreachBatch, Python data sources\) needs the same minor "
+                            r"version on both sides\. Run this client with Python \1, or use a server whose Python "
+                            r"is \2 \(docs/clusters\.md\)\.", out.strip().splitlines()[-1]), out
+    assert WORKER_FAILED not in out

@@ -26,7 +26,10 @@ def test_every_service_uses_the_image_of_the_pinned_spark_version():
     services = _spark_services()
     assert set(services) == {"spark-master", "spark-worker-1", "spark-worker-2", "spark-connect"}
     for service in services.values():
-        assert service["image"] == f"apache/spark:{_pinned_pyspark()}"
+        # built from the official image of that version, with what sparkscope needs in its Python
+        assert service["image"] == f"sparkscope-spark:{_pinned_pyspark()}"
+        assert service["build"] == {"context": "./server-config", "args": {
+            "SPARK_VERSION": _pinned_pyspark(), "PYTHON_VERSION": "${SPARKSCOPE_PYTHON:-}"}}
         mounts = service["volumes"]
         assert "./sparkscope/server-config/spark-defaults.conf:/opt/spark/conf/spark-defaults.conf:ro" in mounts
         for mount in mounts:
@@ -95,3 +98,38 @@ def test_the_kafka_connector_is_the_one_server_start_kafka_adds():
     command = _compose()["services"]["spark-connect"]["command"]
     assert "spark.jars.packages=${SPARKSCOPE_KAFKA:-}" in command
     assert f"SPARKSCOPE_KAFKA={package} docker compose up -d" in (ROOT / "docker-compose.yml").read_text()
+
+
+def _requirements() -> dict[str, str]:
+    lines = (ROOT / "server-config" / "requirements.txt").read_text().splitlines()
+    pins = [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+    assert all("==" in pin for pin in pins), pins  # every package pinned, so every image gets the same
+    return dict(pin.split("==") for pin in pins)
+
+
+def test_the_dockerfile_builds_on_the_official_image_and_installs_the_requirements_file():
+    dockerfile = (ROOT / "server-config" / "Dockerfile").read_text()
+    assert f"ARG SPARK_VERSION={_pinned_pyspark()}\nFROM apache/spark:${{SPARK_VERSION}}" in dockerfile
+    assert "COPY requirements.txt /opt/sparkscope/requirements.txt" in dockerfile
+    assert "pip install --no-cache-dir -r /opt/sparkscope/requirements.txt" in dockerfile
+    assert "ENV PYSPARK_PYTHON=/opt/sparkscope/python/bin/python" in dockerfile
+    assert dockerfile.rstrip().endswith("USER spark")  # the image's own unprivileged user runs Spark
+
+
+def test_the_requirements_file_holds_what_the_server_imports_at_versions_the_client_allows():
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    from sparkscope.client.capabilities import CONNECT_PACKAGES, KAFKA_PACKAGES
+
+    pins = _requirements()
+    assert set(CONNECT_PACKAGES) | set(KAFKA_PACKAGES) <= set(pins)  # what the probe checks is what it installs
+    project = (ROOT / "pyproject.toml").read_text()
+    constraints = [Requirement(r) for r in requires("pyspark") if 'extra == "connect"' in r]
+    constraints += [Requirement(line.strip().strip('",').split("#")[0].strip().strip('",'))
+                    for line in project.splitlines() if line.strip().startswith(('"pandas', '"grpcio',
+                                                                                  '"confluent-kafka'))]
+    for requirement in constraints:
+        if requirement.name in pins:
+            assert requirement.specifier.contains(pins[requirement.name]), (requirement, pins[requirement.name])

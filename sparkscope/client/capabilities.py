@@ -174,14 +174,14 @@ class Capabilities:
                   "display() of a stream",
                   "" if self.foreach_batch_problem() is None else (
                       ADD_PACKAGES if connect_missing and not self.python_problem() else python_fix)),
-            Check("kafka", self.kafka_problem() is None, kafka_found, "Kafka sources and sinks, :topics lag",
+            Check("kafka", self.kafka_problem() is None, kafka_found, "Kafka sources and sinks, topic lag",
                   "" if self.kafka_problem() is None else
                   f"{ADD_PACKAGES}, or start the server with spark-sql-kafka (--packages)"),
             Check("checkpoints", self.checkpoint_root is not None,
                   self.checkpoint_root or "no spark.sql.streaming.checkpointLocation",
-                  ":restart and :state of queries started without --checkpoint",
+                  "restarting, and reading the state of, queries started without a checkpoint",
                   "" if self.checkpoint_root else
-                  "give :start --checkpoint PATH, or set spark.sql.streaming.checkpointLocation on the server"),
+                  "give each query a checkpoint, or set spark.sql.streaming.checkpointLocation on the server"),
             Check("auth", None, "token" if self.auth else "none", "who may run code as the server's user"),
             Check("tls", None, "on" if self.tls else "off", "a token sent over the network is encrypted"),
         ]
@@ -209,7 +209,7 @@ def probe_python(spark: Any) -> ServerPython:
 
     namespace: dict[str, Any] = {"NAMES": tuple(dict.fromkeys(CONNECT_PACKAGES + KAFKA_PACKAGES))}
     exec(compile(_PROBE_SOURCE, "<sparkscope probe>", "exec"), namespace)  # noqa: S102 - our own source
-    report = udf(namespace["report"], StringType(), useArrow=False)
+    report: Any = udf(namespace["report"], StringType(), useArrow=False)
     try:
         with own_calls():
             text = spark.range(1).select(report("id")).collect()[0][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,10 @@ from .sink_reading import SinkReading
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+
+# one foreachBatch start at a time in this process (QueryStarting._start_foreach_batch)
+_FOREACH_BATCH_STARTS = threading.Lock()
 
 
 class QueryStarting(SinkReading):
@@ -76,9 +81,9 @@ class QueryStarting(SinkReading):
         grows = None if notes else memory_sink_warning(sink, chosen, parsed_trigger)
         warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
         if checkpoint is None and self.checkpoint_root is None and self.facts.first_time("no_checkpoint_root"):
-            notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so :restart and "
-                         ":state cannot work for this query; give :start --checkpoint PATH (checkpoint=… in "
-                         "ss.start), or set that conf on the server")
+            notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query "
+                         "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH, or "
+                         "checkpoint=… in ss.start), or set that conf on the server")
         plan, problem = durable.replay_check(self.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
@@ -97,7 +102,7 @@ class QueryStarting(SinkReading):
                                        code="server_lacks_python", data={"problem": problem})
         if self.facts.first_time("memory_fallback"):
             notes.append(f"Spark's memory sink, not the bounded sink: {problem}. It keeps every row in the server's "
-                         f"memory (:stop the query when done); for the bounded sink, {ADD_PACKAGES}")
+                         f"memory (stop the query when done); for the bounded sink, {ADD_PACKAGES}")
         return "memory"
 
     def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
@@ -126,7 +131,7 @@ class QueryStarting(SinkReading):
             if sink == "table":
                 handle = writer.toTable(table or name)
             elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:
-                handle = writer.foreachBatch(foreach_batch).start()
+                handle = self._start_foreach_batch(writer, foreach_batch)
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
             elif sink == "kafka":
@@ -142,6 +147,23 @@ class QueryStarting(SinkReading):
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self.kafka.describe())
         return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _start_foreach_batch(self, writer: Any, function: Callable[[Any, int], None]) -> Any:
+        """writer.foreachBatch(function).start(), one at a time in this process, and once more when the worker did not
+        connect back although the server's Python can run it. The server starts the query's Python worker inside
+        the start call and gives it 10 s to connect back; starts made at once share the CPU for their workers'
+        imports, and on a busy 2-core machine all of them failed (8 of 8). The failed start left no query behind."""
+        for attempt in (1, 2):
+            with _FOREACH_BATCH_STARTS:
+                try:
+                    return writer.foreachBatch(function).start()
+                except Exception as exc:
+                    if (attempt == 2 or translate(exc).code != "python_worker_failed"
+                            or self.facts.get().foreach_batch_problem() is not None):
+                        raise
+                    log.info("the server's Python worker did not connect back in time (a busy server): "
+                             "starting the query once more")
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _check_not_running_elsewhere(self, name: str) -> None:
         """The catalog keeps one record per server and name, and `:restart NAME` / `--restore` bring back

@@ -174,7 +174,7 @@ class LocalServer:
         ui_port = ui_settings(ui, conf)
         java_version()
         driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()
-        env = submit_environment()
+        env = submit_environment(self.home)
         cluster = None
         if workers:
             cluster = start_cluster(self.home, workers, cores=worker_cores, memory=worker_memory, env=env,

@@ -15,7 +15,7 @@ from .processes import next_free_port, usable
 from .remote import DEFAULT_PORT, TOKEN_ENV
 from .server_info import SERVER_CLASS
 from .server_sizing import check_port, local_master
-from .spark_install import connect_jar, pyspark_home
+from .spark_install import connect_jar, pyspark_home, spark_home
 
 TOKEN_CONF = "spark.connect.authenticate.token"
 UI_PORT = 4040  # Spark's own first choice for the UI
@@ -91,11 +91,12 @@ def ui_settings(ui: bool, conf: dict[str, str]) -> int | None:
     return ui_port
 
 
-def submit_environment() -> dict[str, str]:
-    """spark-submit's environment: this one, with Spark's home and our Python, and never a token of ours."""
+def submit_environment(state: Path) -> dict[str, str]:
+    """spark-submit's environment: this one, with Spark's home (spark_install.spark_home: workers import the venv's
+    compiled pyspark) and our Python, and never a token of ours."""
     env = dict(os.environ)
     env.update({
-        "SPARK_HOME": str(pyspark_home()),
+        "SPARK_HOME": str(spark_home(state)),
         "SPARK_CONF_DIR": str(server_config_dir()),
         # the driver, and every executor of a cluster, run Python UDFs with this interpreter
         "PYSPARK_PYTHON": sys.executable,

@@ -73,8 +73,8 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
         assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → memory sink, append mode", out), out
         assert re.search(r"note: Spark's memory sink, not the bounded sink: " + FOREACH_BATCH_PROBLEM[kind] + r"\. It "
                          r"keeps every row in the server's memory", out), out
-        assert "note: no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so :restart and " \
-               ":state cannot work for this query" in out, out
+        assert "note: no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query " \
+               "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH" in out, out
         assert "warning:" not in out  # the note says what the memory sink keeps; no second line says it again
     else:
         assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → bounded sink \([^)]*\), append mode", out), out

@@ -89,7 +89,7 @@ def test_no_checkpoint_root_is_missing_with_its_fix():
     found = caps(full_python(), root=None)
     assert not found.ok
     row = next(c for c in found.checks() if c.capability == "checkpoints")
-    assert row.found == "no spark.sql.streaming.checkpointLocation" and "--checkpoint" in row.fix
+    assert row.found == "no spark.sql.streaming.checkpointLocation" and "give each query a checkpoint" in row.fix
 
 
 def test_known_servers_keep_capabilities_by_url_and_server_run_in_a_private_file(tmp_path):

@@ -19,5 +19,6 @@ REGISTRY = Registry([
     commands_live.watch, commands_live.tail, commands_live.alerts,
     # the session and the REPL
     commands_session.sql, commands_session.conf, commands_session.connect, commands_session.session_,
+    commands_session.server,
     commands_session.set_, commands_session.help_, commands_session.trace, commands_session.quit_,
 ])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import json
+import re
 import shutil
 import textwrap
 from collections.abc import Sequence
@@ -34,8 +35,23 @@ def natural_width(table: Table) -> int:
     return sum(widths) + 3 * len(widths) + 1
 
 
+# Control characters a value may carry (from a topic, a file, a user's table): C0 but newline (shown as \n where a
+# value is cut to a column), DEL and C1. Printed raw, ESC and BEL drive the terminal (set its title, colour the
+# screen), and a tab breaks a table's borders.
+_CONTROL = "[\x00-\x09\x0b-\x1f\x7f-\x9f]"  # compiled on first use (re caches it)
+_NAMED = {"\t": "\\t", "\r": "\\r"}
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but newline shown as an escape: \t, \r, \x1b, \x07, \x9b."""
+    if not re.search(_CONTROL, text):
+        return text
+    return re.sub(_CONTROL, lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
 def cell(value: Any) -> str:
-    """Spark-style text for one value: NULL, {struct, fields}, [arrays], ISO-ish timestamps."""
+    """Spark-style text for one value: NULL, {struct, fields}, [arrays], ISO-ish timestamps; control characters
+    shown as escapes (visible)."""
     if value is None:
         return "NULL"
     if isinstance(value, _dt.datetime):
@@ -49,7 +65,7 @@ def cell(value: Any) -> str:
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
     if isinstance(value, bytes):
         return value.hex()
-    return str(value)
+    return visible(str(value))
 
 
 def truncate(text: str, width: int) -> str:
@@ -204,7 +220,7 @@ def watermark(value: str | None) -> str:
 
 def error_line(error: BaseException) -> str:
     """One line for any failure: pyspark's and gRPC's are translated first."""
-    return f"error: {repl_text(translate(error))}"
+    return f"error: {visible(repl_text(translate(error)))}"
 
 
 def error_json(message: str, hint: str = "") -> str:

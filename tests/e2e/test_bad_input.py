@@ -183,3 +183,19 @@ def test_a_huge_name_or_host_wrong_config_types_and_debug_in_scripts(remote_url,
     assert "Traceback (most recent call last)" in debug.stderr and "QueryNotFound" in debug.stderr
     assert debug.stderr.rstrip().endswith("error: No query or table named 'nosuch'. List them with :queries, or "
                                           "start one with :start.")
+
+
+def test_a_value_holding_esc_bel_and_a_tab_prints_as_escapes_in_a_table_that_lines_up(repl):
+    """Anyone who can write to a topic or a file a query reads chooses these bytes: they must not reach the
+    terminal (ESC ] 0 ; … BEL sets its title, ESC [ 31 m colours it) nor break the table's borders."""
+    repl.child.send("v = spark.sql(\"SELECT concat('a', char(27), ']0;pwned', char(7), 'b', char(9), 'c', "
+                    "char(27), '[31mred') AS v\")\r")
+    repl.prompt()
+    repl.child.send("display(v)\r")
+    repl.child.expect(r"\(1 row\)", timeout=60)
+    raw = repl.child.before
+    assert "]0;pwned" in raw and "\x1b]0;pwned" not in raw and "\x07b" not in raw and "\x1b[31mred" not in raw
+    table = [line for line in clean(raw).splitlines() if line.startswith(("+", "|"))]
+    assert "| a\\x1b]0;pwned\\x07b\\tc\\x1b[31mred |" in table, table
+    assert len({len(line) for line in table}) == 1, table
+    repl.prompt()

@@ -169,3 +169,29 @@ def test_complete_mode_keeps_the_latest_result_only(ss, keeper):
     keep(_batch(ss, 5, 2), 1)
     assert sorted(_kept(ss, keep.view)) == [(5, 1), (6, 1)]
     assert rows_of(ss.spark, keep.view).columns == ["id"]
+
+
+def test_eight_bounded_sink_queries_started_at_once_from_threads_all_run(ss):
+    """The server gives each query's Python worker 10 s to connect back; eight started together on a busy 2-core
+    machine all failed before (QueryStarting._start_foreach_batch, spark_install.spark_home)."""
+    import threading
+
+    ticks = ss.spark.readStream.format("rate").option("rowsPerSecond", 2).load()
+    outcomes: dict[str, object] = {}
+
+    def start(name: str) -> None:
+        try:
+            outcomes[name] = ss.start(ticks, name).sink
+        except Exception as exc:  # kept to be shown, all of them, by the assertion below
+            outcomes[name] = exc
+
+    names = [f"together_{index}" for index in range(8)]
+    threads = [threading.Thread(target=start, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert outcomes == {name: "bounded" for name in names}
+    for name in names:  # each writes its rows: its worker runs
+        wait_for(lambda name=name: ss.peek(name).rows, timeout=120, what=f"rows of {name}")
+    ss.stop_all()

@@ -236,3 +236,16 @@ def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left(
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_control_characters_in_values_and_errors_print_as_escapes_and_keep_the_borders():
+    from sparkscope.repl.render import error_line, render_table, visible
+    from sparkscope.repl.results import Table
+
+    value = "a\x1b]0;pwned\x07b\tc\x9bd\r"
+    text = render_table(Table(["v", "n"], [[value, 1], ["x", 2]]), width=120)
+    assert "\x1b" not in text and "\x07" not in text and "\t" not in text and "\x9b" not in text
+    assert "| a\\x1b]0;pwned\\x07b\\tc\\x9bd\\r | 1 |" in text
+    assert len({len(line) for line in text.splitlines()[:-1]}) == 1  # every line of the table as wide
+    assert visible("plain, ünïcode ✓") == "plain, ünïcode ✓"
+    assert "\x1b" not in error_line(ValueError("bad \x1b[31mred"))

@@ -101,7 +101,7 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
                       "other-python": "missing: python, foreachBatch, kafka, checkpoints \\(:server\\)",
                       "spark-4.0": "everything sparkscope uses works"}[kind], session), session
     server = repl.run(":server")  # the table of sparkscope server check, in the REPL
-    assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + " +\|", server), server
+    assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + r" +\|", server), server
     assert WORKER_FAILED not in out + again + session + server
     repl.run(":stop --all")
 

@@ -22,6 +22,9 @@ class Call(Generic[T]):
     def __init__(self, fn: Callable[[], T], name: str):
         self._box: dict[str, object] = {}
         self._fn = fn
+        # Its own flag, not Thread.join/is_alive: a join that Ctrl-C interrupts in the main thread can leave the
+        # thread marked as stopped while it runs on (CPython 3.11), and the REPL waits in exactly such joins.
+        self._ended = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
@@ -30,15 +33,16 @@ class Call(Generic[T]):
             self._box["value"] = self._fn()
         except BaseException as exc:  # handed to the caller
             self._box["error"] = exc
+        finally:
+            self._ended.set()
 
     def wait(self, seconds: float | None) -> bool:
         """Whether it ended within `seconds`."""
-        self.thread.join(seconds)
-        return not self.thread.is_alive()
+        return self._ended.wait(seconds)
 
     @property
     def running(self) -> bool:
-        return self.thread.is_alive()
+        return not self._ended.is_set()
 
     def result(self) -> T:
         """Its value, or its error raised (once it ended)."""

@@ -135,11 +135,14 @@ class Cancelled(SparkscopeError):
     code = "cancelled"
 
     def __init__(self, message: str = "The operation was cancelled", hint: str = "", error_class: str | None = None,
-                 *, abandoned: bool = False, waited_on: str | None = None, by_keyboard: bool = False):
+                 *, abandoned: bool = False, waited_on: str | None = None, by_keyboard: bool = False,
+                 cell_stopped: bool | None = None):
         super().__init__(message, hint, error_class)
         self.abandoned = abandoned
         self.waited_on = waited_on
         self.by_keyboard = by_keyboard  # Ctrl-C (or a deadline) in this process, not the server, ended it
+        # a user's Python cell: True when it stopped, False when it is blocked in a call and stops after it
+        self.cell_stopped = cell_stopped
 
 
 # The patterns below are compiled on first use (re caches them): every start imports this module.

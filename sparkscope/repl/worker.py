@@ -21,6 +21,9 @@ CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down befo
 SLOW_NOTICE = 2.0
 STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
+CELL_STOPPED = "KeyboardInterrupt: the cell stopped; streaming queries keep running."
+CELL_BLOCKED = ("KeyboardInterrupt: the cell is blocked in a call that Ctrl-C cannot interrupt (a sleep, a read); it "
+                "stops when that call returns, and nothing after it runs. Streaming queries keep running.")
 ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
              "streaming queries keep running on the server.")
 
@@ -31,7 +34,20 @@ def cancel_notice(cancel: Cancelled) -> str:
         return "Stopped waiting; the queries keep running (:stop NAME ends one)."
     if cancel.waited_on:
         return f"Stopped waiting for {cancel.waited_on}; it keeps running (:stop {cancel.waited_on} ends it)."
+    if cancel.cell_stopped is not None:
+        return CELL_STOPPED if cancel.cell_stopped else CELL_BLOCKED
     return ABANDONED if cancel.abandoned else CANCELLED
+
+
+def raise_in(call: Call[Any], exc_type: type[BaseException]) -> None:
+    """Raise `exc_type` in the call's thread at its next Python instruction (CPython's PyThreadState_SetAsyncExc). The user's
+    cell runs in a worker thread, where SIGINT never lands: this is how Ctrl-C stops it, as Python's REPL does,
+    instead of leaving it running behind the next prompt. A thread blocked in C (a sleep, a socket read) gets it
+    when that call returns."""
+    import ctypes
+
+    if call.thread.ident is not None and call.running:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(call.thread.ident), ctypes.py_object(exc_type))
 
 
 def command_timeout() -> float | None:
@@ -69,6 +85,8 @@ def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: flo
             return False  # interrupting a wait on a query would stop the query: the wait ends by itself
         if interrupt and session is not None:  # over a frozen network this itself may hang: not here
             threading.Thread(target=session.cancel, args=(tag,), daemon=True).start()
+        if user_call is not None:
+            raise_in(call, KeyboardInterrupt)
         return not call.wait(CANCEL_WAIT)
 
     call: Call[Any] = Call(tagged, "sparkscope-command")
@@ -89,5 +107,7 @@ def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: flo
     except KeyboardInterrupt:
         waited_on = user_call.waiting_on if user_call is not None else None
         still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
-        raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on, by_keyboard=True) from None
+        cell_stopped = None if user_call is None or waited_on else not still_running
+        raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on, by_keyboard=True,
+                        cell_stopped=cell_stopped) from None
     return call.result()

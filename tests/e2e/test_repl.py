@@ -10,7 +10,7 @@ import pexpect
 import pytest
 
 from sparkscope.repl.worker import STILL_RUNNING
-from tests.helpers import sparkscope_bin
+from tests.helpers import sparkscope_bin, wait_for
 from tests.e2e.conftest import Repl, clean, spawn
 
 
@@ -175,3 +175,37 @@ def test_garbage_collection_is_back_on_once_the_prompt_is_drawn(remote_url, term
     assert child.match.group(1) == "True"
     child.send(":quit\r")
     child.expect(pexpect.EOF, timeout=30)
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_ctrl_c_stops_a_python_cell_and_nothing_of_it_runs_behind_the_prompt(remote_url, term):
+    """As in Python's REPL: a CPU-bound cell ends with KeyboardInterrupt, and a cell blocked in a sleep runs no
+    further line once the sleep returns (the cell runs in a worker thread, where SIGINT never lands)."""
+    child = spawn("--remote", remote_url, env={"TERM": term})
+    repl = Repl(child)
+    try:
+        repl.prompt()
+        repl.run("n = 0")
+        child.send("while True: n += 1\r\r")  # a block ends with a blank line, as in python
+        repl.expect(r"\(still running; Ctrl-C")
+        child.sendcontrol("c")
+        out = repl.prompt()
+        assert "KeyboardInterrupt: the cell stopped; streaming queries keep running." in out, out
+        first = int(repl.run("n").strip().splitlines()[-1])
+        assert first > 0 and int(repl.run("n").strip().splitlines()[-1]) == first  # it no longer grows
+
+        repl.run("import threading, time")
+        child.send("time.sleep(3); done = 1\r")
+        repl.expect(r"\(still running; Ctrl-C")
+        child.sendcontrol("c")
+        out = repl.prompt()
+        assert "KeyboardInterrupt: the cell is blocked in a call that Ctrl-C cannot interrupt (a sleep, a read); it " \
+               "stops when that call returns, and nothing after it runs." in out, out
+        # the fact to wait for: the blocked cell's thread has ended (this line runs in a thread of that name too)
+        counting = "sum(t.name == 'sparkscope-command' and t.is_alive() for t in threading.enumerate())"
+        wait_for(lambda: repl.run(counting).strip().splitlines()[-1] == "1", timeout=60, every=0.2,
+                 what="the sleeping cell's thread to end")
+        assert repl.run("'done' in dir()").strip().splitlines()[-1] == "False"
+    finally:
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=30)

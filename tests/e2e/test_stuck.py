@@ -34,7 +34,7 @@ LONG_COMMANDS = [
     (":await kept", "Cancelled: the operation was interrupted; streaming queries keep running."),
     (":tail kept --follow", "Stopped tailing kept"),
     (":sql select count(*) from range(1000000000000)", "Cancelled"),
-    ("spark.range(1000000000000).count()", "Cancelled"),
+    ("spark.range(1000000000000).count()", "KeyboardInterrupt: the cell stopped; streaming queries keep running."),
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from sparkscope.repl.worker import STILL_RUNNING
 from tests.helpers import sparkscope_bin, wait_for
-from tests.e2e.conftest import Repl, clean, spawn
+from tests.e2e.conftest import Repl, Screen, clean, spawn
 
 
 def wait_for_rows(repl: Repl, command: str, pattern: str, tries: int = 40) -> str:
@@ -63,12 +63,16 @@ def test_multiline_python_and_completion(repl):
     assert "42" in out
     repl.run("r = ss.source.rate(1)")
     repl.run(":start tickquery r")
+    # what the terminal shows, not the byte stream: a redraw may write `tickq` and `uery` apart (seen on a loaded
+    # machine), which a pattern on the raw output never matches
     repl.child.send(":peek tickq\t")
-    repl.expect("tickquery")  # the completion is in the line
+    screen = Screen(repl.child)
+    screen.wait_for(lambda text: ":peek tickquery" in text, what="the completed name in the line")
     out = repl.run("")
     assert "timestamp" in out and "value" in out
     repl.child.send(":sta\t")
-    repl.expect(":start|:status")
+    screen = Screen(repl.child)
+    screen.wait_for(lambda text: ":start" in text and ":status" in text, what="both commands offered")
     repl.child.sendcontrol("c")
     repl.child.send("\r")
     repl.prompt()

@@ -115,25 +115,21 @@ class Capabilities:
             return f"the server could not run Python code ({self.python.failure})"
         return None
 
+    def _lacking(self, packages: tuple[str, ...], why: str = "") -> str | None:
+        """Why Python code that imports `packages` cannot run on the server: its Python, or what it lacks."""
+        missing = self.python.missing(packages)
+        return self.python_problem() or (f"the server's Python lacks {', '.join(missing)}{why}" if missing else None)
+
     def foreach_batch_problem(self) -> str | None:
         """Why Connect's foreachBatch (the bounded sink, foreach_batch, display() of a stream) cannot run."""
-        problem = self.python_problem()
-        if problem:
-            return problem
-        missing = self.python.missing(CONNECT_PACKAGES)
-        if missing:
-            return f"the server's Python lacks {', '.join(missing)}, which Connect's foreachBatch worker imports"
-        if self.python.connect_error:
+        problem = self._lacking(CONNECT_PACKAGES, ", which Connect's foreachBatch worker imports")
+        if problem is None and self.python.connect_error:
             return f"the server's Python cannot import pyspark's Connect client ({self.python.connect_error})"
-        return None
+        return problem
 
     def own_kafka_problem(self) -> str | None:
         """Why sparkscope's own Kafka source and sink cannot run on the server."""
-        problem = self.python_problem()
-        if problem:
-            return problem
-        missing = self.python.missing(KAFKA_PACKAGES)
-        return f"the server's Python lacks {', '.join(missing)}" if missing else None
+        return self._lacking(KAFKA_PACKAGES)
 
     def kafka_problem(self) -> str | None:
         """Why Kafka cannot be read or written at all (neither Spark's connector nor our own source)."""

@@ -12,10 +12,15 @@ import re
 import uuid
 
 from tests.e2e.conftest import Screen
+from tests.e2e.test_pyspark_as_written import (test_a_console_sink_prints_its_batches_above_the_prompt,
+                                                test_display_shows_a_table_or_a_live_stream_that_keeps_running)
 from tests.e2e.test_readme import test_the_first_session_runs_as_written, test_the_sdk_example_runs_as_written
 from tests.helpers import run_sparkscope, wait_for
 
-__all__ = ["test_the_first_session_runs_as_written", "test_the_sdk_example_runs_as_written"]  # run here too
+# the README's session and SDK block, display() of a table and a stream, and a console sink: run here too
+__all__ = ["test_the_first_session_runs_as_written", "test_the_sdk_example_runs_as_written",
+           "test_display_shows_a_table_or_a_live_stream_that_keeps_running",
+           "test_a_console_sink_prints_its_batches_above_the_prompt"]
 
 WORKER_FAILED = "connect back"
 LACKS_CONNECT = ("the server's Python lacks pandas, pyarrow, grpcio, grpcio-status, googleapis-common-protos, "
@@ -103,22 +108,6 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
     server = repl.run(":server")  # the table of sparkscope server check, in the REPL
     assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + r" +\|", server), server
     assert WORKER_FAILED not in out + again + session + server
-    repl.run(":stop --all")
-
-
-def test_display_of_a_stream_and_a_console_sink_print_their_batches(repl, data_dir):
-    repl.child.send('display(spark.readStream.format("rate").option("rowsPerSecond", 2).load(), '
-                    'streamName="shown")\r')
-    repl.child.expect(r"display: started shown \(:stop shown ends it\)", timeout=90)
-    repl.child.expect(r"Batch: \d+ \(shown\)[\s\S]*?new rows\)", timeout=90)
-    repl.child.sendintr()
-    assert "Stopped waiting for shown; it keeps running (:stop shown ends it)." in repl.prompt()
-    (data_dir / "1.json").write_text('{"word": "spark"}\n{"word": "connect"}\n')
-    repl.run(f'words = spark.readStream.schema("word string").json("{data_dir}")')
-    repl.child.send('q = words.writeStream.format("console").start()\r')
-    text = repl.expect(r"Batch: 0 \(console_\d+\)[\s\S]*?new rows\)", timeout=90)
-    assert "spark" in text and "connect" in text, text
-    repl.prompt()
     repl.run(":stop --all")
 
 

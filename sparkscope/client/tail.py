@@ -57,6 +57,7 @@ class Tail:
         self._unsubscribe: Callable[[], None] | None = None
         self._thread: threading.Thread | None = None
         self.active = False
+        self._stopped = False  # stop() was called: a batch read meanwhile is not printed
 
     def start(self, from_start: bool = False) -> Tail:
         """Print the batches that come from now on; `from_start` (a query just started, as a console
@@ -76,7 +77,16 @@ class Tail:
                 self._events.put(Event("progress", self.query.id, self.query.name, progress=done))
         return self
 
+    def finish(self, timeout: float) -> None:
+        """After its query was stopped: print the batches it wrote before it ended (their events come before the
+        end's), waiting at most `timeout` seconds, then stop, so that no batch prints after the caller says the
+        query stopped (Spark's console sink printed them before stop() returned)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.stop()
+
     def stop(self) -> None:
+        self._stopped = True
         if not self.active:
             return
         self.active = False
@@ -112,7 +122,7 @@ class Tail:
             except Exception as exc:
                 self._on_error(f"tail {self.query.name}: {translate(exc)}")
                 continue
-            if batch is not None:
+            if batch is not None and not self._stopped:
                 self._on_batch(batch)
 
     def _count(self, table: Any) -> int:

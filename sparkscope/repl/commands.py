@@ -256,6 +256,8 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         if args:
             raise UsageError("Give a query name or --all, not both", f"Usage: {stop.usage}")
         names = ctx.session.stop_all()
+        if ctx.interactive:  # a tailed query's last batches print before the line that says it stopped
+            ctx.live().finish_tails(names)
         return Message(f"Stopped {len(names)} quer{'y' if len(names) == 1 else 'ies'}" +
                        (f": {', '.join(names)}" if names else ""), {"stopped": names})
     if not args:
@@ -271,6 +273,8 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if query.state != "active":
         return Message(f"{query.name} is not running ({query.state})")
     query.stop()
+    if ctx.interactive:
+        ctx.live().finish_tails([query.name])
     return Message(f"Stopped {query.name}", {"stopped": [query.name]})
 
 

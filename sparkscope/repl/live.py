@@ -92,6 +92,13 @@ class Live:
                 stopped.append(key)
         return stopped
 
+    def finish_tails(self, names: list[str], timeout: float = 3.0) -> None:
+        """The queries `names` were stopped: their tails print what came before the end, then stop."""
+        for name in names:
+            tail = self.tails.pop(name, None)
+            if tail is not None:
+                tail.finish(timeout)
+
     def _print_batch(self, batch: TailBatch) -> None:
         if self.dashboard is not None:
             self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")

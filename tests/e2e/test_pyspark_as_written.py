@@ -243,3 +243,24 @@ def test_databricks_only_names_get_one_line_and_sql_magic_runs(repl):
         "error: %fs is a Databricks notebook magic. Use Python's os, shutil and pathlib, or :checkpoints for "
         "checkpoint folders.")
     assert repl.run("1 + 1").strip().endswith("2")  # the REPL goes on
+
+
+def test_display_of_a_stream_as_the_first_thing_on_a_server_this_client_has_not_asked(server, tmp_path):
+    """display() asks the server what it can run from inside the user's cell: its Kafka question went through the
+    REPL's own load() wrapper and waited on itself, so a first display() of a stream hung (an empty state dir: the
+    server is unknown)."""
+    child = spawn("--remote", f"sc://localhost:{server.port}",
+                  env={"XDG_STATE_HOME": str(tmp_path), "SPARK_CONNECT_AUTHENTICATE_TOKEN": server.token or ""})
+    repl = Repl(child)
+    try:
+        repl.prompt()
+        child.send('display(spark.readStream.format("rate").option("rowsPerSecond", 2).load(), '
+                   'streamName="first")\r')
+        child.expect(r"display: started first \(:stop first ends it\)", timeout=90)
+        child.expect(r"Batch: \d+ \(first\)", timeout=90)
+        child.sendintr()
+        assert "Stopped waiting for first" in repl.prompt()
+        assert repl.run(":stop first").strip().endswith("Stopped first")
+    finally:
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=30)

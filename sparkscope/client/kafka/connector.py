@@ -95,9 +95,12 @@ class KafkaSupport:
 
     def _probe(self) -> bool:
         # a batch read: the REPL wraps the stream reader's load() to come here (analysed only, never run)
+        from .._pyspark import own_calls
+
         reader = self._spark.read.format(SPARK_FORMAT).options(**_PROBE_OPTIONS)
         try:
-            reader.load().schema  # noqa: B018 - analysed on the server
+            with own_calls():  # from a user's cell (display(), ss.start): the REPL's load() wrapper passes it on
+                reader.load().schema  # noqa: B018 - analysed on the server
         except Exception as exc:
             text = str(exc)
             if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text:

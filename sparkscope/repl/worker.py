@@ -40,7 +40,7 @@ def cancel_notice(cancel: Cancelled) -> str:
 
 
 def raise_in(call: Call[Any], exc_type: type[BaseException]) -> None:
-    """Raise `exc_type` in the call's thread at its next Python instruction (CPython's PyThreadState_SetAsyncExc). The user's
+    """Raise `exc_type` in the call's thread at its next Python instruction (PyThreadState_SetAsyncExc). The user's
     cell runs in a worker thread, where SIGINT never lands: this is how Ctrl-C stops it, as Python's REPL does,
     instead of leaving it running behind the next prompt. A thread blocked in C (a sleep, a socket read) gets it
     when that call returns."""

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import translated
 from .logs import log, swallowed
 from .paths import write_private
 
@@ -297,8 +298,9 @@ class ServerFacts:
         self._said: set[str] = set()
 
     def get(self, refresh: bool = False) -> Capabilities:
-        """The server's capabilities: kept, or learned now (`refresh`: learned now, always)."""
-        with self._lock:
+        """The server's capabilities: kept, or learned now (`refresh`: learned now, always). A server that cannot
+        be asked raises the one-line SparkscopeError."""
+        with self._lock, translated():
             if self._caps is not None and not refresh:
                 return self._caps
             identity = server_identity(self._spark)

@@ -13,7 +13,9 @@ without the token or session) and the query name.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import getpass
+import hashlib
 import json
 import os
 import re
@@ -38,12 +40,13 @@ CREATE TABLE IF NOT EXISTS queries (
     restartable INTEGER NOT NULL DEFAULT 1, reason TEXT, seen_at REAL, keep TEXT, view TEXT,
     PRIMARY KEY (server, name));
 CREATE TABLE IF NOT EXISTS sessions (
-    server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL,
+    server TEXT NOT NULL, session_id TEXT NOT NULL, opened_at REAL, seen_at REAL, pid INTEGER,
     PRIMARY KEY (server, session_id));
 CREATE TABLE IF NOT EXISTS set_aside (path TEXT NOT NULL, at REAL NOT NULL, reason TEXT);
 """
 
 ACTIVE, STOPPED, FAILED, LOST = "active", "stopped", "failed", "lost"
+START_LOCK_SECONDS = 300.0  # the longest one start of a name waits for another client's start of it
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ class Record:
 
 
 _COLUMNS = [f for f in Record.__dataclass_fields__]
-_ADDED_COLUMNS = {"keep": "TEXT", "view": "TEXT"}  # columns newer than the first catalogs
+_ADDED_COLUMNS = {"queries": {"keep": "TEXT", "view": "TEXT"},  # columns newer than the first catalogs
+                  "sessions": {"pid": "INTEGER"}}
 
 
 class Catalog:
@@ -139,6 +143,30 @@ class Catalog:
             return [(row[0], row[1], row[2] or "") for row in
                     db.execute("SELECT path, at, reason FROM set_aside ORDER BY at").fetchall()]
 
+    @contextlib.contextmanager
+    def starting(self, server: str, name: str, timeout: float = START_LOCK_SECONDS) -> Iterator[None]:
+        """Held while a query named `name` starts on `server`: from the check that it runs nowhere else until
+        its record says where it runs. Two clients of this machine (two REPLs typing `restart same`, or
+        threads) then start it one after the other, and the second finds the first one's run."""
+        folder = self.path.parent / "starting"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        lock = folder / hashlib.sha1(f"{server}\0{name}".encode()).hexdigest()[:20]
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise CatalogError(f"Another client of this machine has been starting {name} for "
+                                           f"{timeout:.0f} s", "Try again once it has started") from None
+                    time.sleep(0.05)  # a lock file cannot be waited on with a deadline otherwise
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     # -- writing ------------------------------------------------------------------------------------
     def record_start(self, server: str, name: str, *, query_id: str, session_id: str, plan: bytes | None,
                      sink: str, mode: str, trigger: str, options: dict[str, str], path: str | None,
@@ -167,12 +195,36 @@ class Catalog:
             db.execute("UPDATE queries SET last_batch=max(coalesce(last_batch, -1), ?), seen_at=? "
                        "WHERE server=? AND query_id=?", (batch_id, time.time(), server, query_id))
 
-    def record_session(self, server: str, session_id: str) -> None:
+    def record_session(self, server: str, session_id: str, *, held: bool = False) -> None:
+        """A session this client opened or joined; `held`: by this process, for its user (a REPL or a
+        script), not only looked into, until release_session."""
         now = time.time()
+        pid = os.getpid() if held else None
         with self._db() as db:
-            db.execute("INSERT INTO sessions (server, session_id, opened_at, seen_at) VALUES (?,?,?,?) "
-                       "ON CONFLICT (server, session_id) DO UPDATE SET seen_at=excluded.seen_at",
-                       (server, session_id, now, now))
+            db.execute("INSERT INTO sessions (server, session_id, opened_at, seen_at, pid) VALUES (?,?,?,?,?) "
+                       "ON CONFLICT (server, session_id) DO UPDATE SET seen_at=excluded.seen_at, "
+                       "pid=coalesce(excluded.pid, pid)", (server, session_id, now, now, pid))
+
+    def release_session(self, server: str, session_id: str) -> None:
+        """This process no longer holds the session (it closed it, or left it running)."""
+        with self._db() as db:
+            db.execute("UPDATE sessions SET pid=NULL WHERE server=? AND session_id=? AND pid=?",
+                       (server, session_id, os.getpid()))
+
+    def holder(self, server: str, session_id: str) -> int | None:
+        """The pid of another live process of this machine that holds the session, or None."""
+        with self._db() as db:
+            row = db.execute("SELECT pid FROM sessions WHERE server=? AND session_id=?", (server, session_id)).fetchone()
+        pid = row[0] if row else None
+        if not pid or pid == os.getpid():
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # alive, another user's
+            pass
+        return int(pid)
 
     def forget(self, server: str, name: str) -> Record | None:
         record = self.get(server, name)
@@ -221,10 +273,11 @@ class Catalog:
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
     """A catalog written by an older sparkscope gains the newer columns (empty for its records)."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(queries)")}
-    for column, kind in _ADDED_COLUMNS.items():
-        if column not in have:
-            db.execute(f"ALTER TABLE queries ADD COLUMN {column} {kind}")
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column, kind in columns.items():
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def _user() -> str:

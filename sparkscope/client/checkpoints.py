@@ -8,7 +8,9 @@ import re
 import shutil
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .catalog import Record
 from .errors import ConfigError
@@ -33,6 +35,48 @@ class Checkpoint:
         if record.state == "active":
             return True
         return not (record.sink == "memory" and record.mode != "complete" and record.state == "stopped")
+
+
+LOW_SPACE = 16 * 1024 * 1024  # bytes: less than this left, and a commit or a written file fails
+WRITE_FAILURES = ("No space left on device", "TASK_WRITE_FAILED", "Task failed while writing rows",
+                  "Error writing state store", "Cannot perform commit", "IOException")
+
+
+def no_space_at(paths: list[str | None], usage: Callable[[str], Any] = shutil.disk_usage) -> tuple[str, int] | None:
+    """The first of `paths` (files of this machine: 'file:' or plain) whose disk has less than LOW_SPACE
+    left, with the bytes left; None when each has room (or none exists yet)."""
+    for given in filter(None, paths):
+        path = Path(str(given).removeprefix("file:"))
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is None:
+            continue
+        try:
+            free = int(usage(str(existing)).free)
+        except OSError:
+            continue
+        if free < LOW_SPACE:
+            return str(path), free
+    return None
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """Where a restarted query goes on from, as its checkpoint said just before the restart."""
+
+    checkpoint: str | None  # None: a new checkpoint
+    after_batch: int | None  # the checkpoint's last committed batch; None: none, so it starts at batch 0, empty
+    from_files: bool  # read from the checkpoint's own files (else from the catalog: a server elsewhere)
+
+
+def committed_batch(checkpoint: str) -> int | None:
+    """The last batch a checkpoint of this machine committed (its commits/ folder), or None when it holds
+    none: never committed, deleted, or not a checkpoint."""
+    commits = Path(checkpoint.removeprefix("file:")) / "commits"
+    try:
+        batches = [int(entry.name) for entry in commits.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return None
+    return max(batches, default=None)
 
 
 def parse_age(text: str) -> float:

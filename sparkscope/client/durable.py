@@ -56,6 +56,13 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
     if any(q.name == name for q in session.running()):
         raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
                           code="query_running", data={"name": name})
+    elsewhere = record.state == ACTIVE and record.session_id not in (None, session.session_id)
+    if elsewhere and record.query_id in (session.running_in(str(record.session_id)) or set()):
+        holder = session.catalog.holder(session.url, str(record.session_id))
+        who = f", where another sparkscope (pid {holder}) works" if holder else ""
+        raise ConfigError(f"{name} is running in session {str(record.session_id)[:8]}{who}: forgetting it would "
+                          "leave a query nobody can restart", f"Stop it first (ss.stop_elsewhere('{name}')), then "
+                          "forget it", code="query_running", data={"name": name, "session_id": str(record.session_id)})
     if delete_checkpoint and record.checkpoint:
         if not session.target.on_this_machine:
             raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",

@@ -149,6 +149,12 @@ class Cancelled(SparkscopeError):
 _ERROR_CLASS = r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]"
 
 
+def session_closed(what: str = "This sparkscope session") -> ConfigError:
+    """Using a Session (or one of its queries) after its `with` block ended or close() was called."""
+    return ConfigError(f"{what} is closed (its with block ended, or close() was called)",
+                       "Open a new one with sparkscope.connect()", code="session_closed_here")
+
+
 def _first_line(text: str) -> str:
     for line in text.strip().splitlines():
         line = line.strip()

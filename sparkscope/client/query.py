@@ -8,10 +8,11 @@ import threading
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._pyspark import query_explain_string
-from .errors import QueryFailed, call, translate
+from .checkpoints import WRITE_FAILURES, Resumption, no_space_at
+from .errors import QueryFailed, SparkscopeError, call, session_closed, translate
 from .planning import Retention, Trigger
 from .progress import Progress
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     StreamingQuery = ConnectStreamingQuery | ClassicStreamingQuery  # toTable() is typed as the classic one
 
+T = TypeVar("T")
 AWAIT_SLICE = 1.0  # seconds per awaitTermination call: the longest a cancelled wait lingers on the server
 
 
@@ -97,9 +99,25 @@ class Query:
         self.notes: list[str] = []  # lines to show when it starts (which Kafka implementation runs, and why)
         self.keep = keep  # bounded sink: what it keeps
         self.view = view  # bounded sink: the server's global temporary view with the kept rows
+        self.resumption: Resumption | None = None  # a restarted query: where it went on from
+        self.files_here = False  # its checkpoint and path are files of this machine (the server runs here)
         self._final_state: str | None = None
         self._final_error: QueryError | None = None
         self._final_progress: Progress | None = None
+
+    def _ask(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`call(fn)`, saying so when the query's session was closed (pyspark says NO_ACTIVE_SESSION)."""
+        try:
+            return call(fn, *args, **kwargs)
+        except SparkscopeError as exc:
+            if exc is self._explained(exc):
+                raise
+            raise self._explained(exc) from exc
+
+    def _explained(self, error: SparkscopeError) -> SparkscopeError:
+        if error.error_class == "NO_ACTIVE_SESSION":
+            return session_closed(f"The session of query {self.name}")
+        return error
 
     def __repr__(self) -> str:
         return f"<Query {self.name} id={self.id[:8]} sink={self.sink} mode={self.mode} trigger={self.trigger}>"
@@ -114,7 +132,7 @@ class Query:
     def is_active(self) -> bool:
         if self._final_state is not None:
             return False
-        return bool(call(lambda: self._handle.isActive))
+        return bool(self._ask(lambda: self._handle.isActive))
 
     def known_state(self) -> str | None:
         """The final state if this process has seen the query end (no RPC), else None."""
@@ -141,17 +159,21 @@ class Query:
     @property
     def status(self) -> dict[str, Any]:
         """Spark's status: message, isDataAvailable, isTriggerActive."""
-        return dict(call(lambda: self._handle.status))
+        return dict(self._ask(lambda: self._handle.status))
 
     @property
     def exception(self) -> QueryError | None:
         if self._final_error is not None:
             return self._final_error
-        exc = call(self._handle.exception)
+        exc = self._ask(self._handle.exception)
         if exc is None:
             return None
         full = str(exc)
         short = summarise_error(full)
+        if self.files_here and any(word in full for word in WRITE_FAILURES):
+            full_disk = no_space_at([self.checkpoint, self.path])
+            if full_disk is not None:
+                short = f"No space left at {full_disk[0]} ({full_disk[1] // 1024:,} KiB free): {short}"
         return QueryError(short=short, full=full, error_class=getattr(exc, "getCondition", lambda: None)())
 
     # -- progress -----------------------------------------------------------------------------
@@ -159,16 +181,16 @@ class Query:
     def progress(self) -> Progress | None:
         if self._final_state is not None:
             return self._final_progress
-        last = call(lambda: self._handle.lastProgress)
+        last = self._ask(lambda: self._handle.lastProgress)
         return Progress.from_json(json.loads(last.json)) if last is not None else None
 
     @property
     def history(self) -> list[Progress]:
-        recent = call(lambda: self._handle.recentProgress)
+        recent = self._ask(lambda: self._handle.recentProgress)
         return [Progress.from_json(json.loads(p.json)) for p in recent]
 
     def explain(self, extended: bool = False) -> str:
-        return call(query_explain_string, self._handle, extended).rstrip("\n")
+        return self._ask(query_explain_string, self._handle, extended).rstrip("\n")
 
     # -- control ------------------------------------------------------------------------------
     def await_termination(self, timeout: float | None = None, cancelled: threading.Event | None = None) -> bool:
@@ -180,7 +202,7 @@ class Query:
             wait = self._handle.awaitTermination
             return bool(wait_in_slices(wait, timeout, cancelled))  # type: ignore[arg-type]
         except Exception as exc:
-            error = translate(exc)
+            error = self._explained(translate(exc))
             if isinstance(error, QueryFailed) or "StreamingQueryException" in type(exc).__name__:
                 raise QueryFailed(f"Query {self.name} failed: {summarise_error(str(exc))}", "",
                                   type(exc).__name__) from exc
@@ -191,13 +213,13 @@ class Query:
         try:
             self._handle.processAllAvailable()
         except Exception as exc:
-            error = translate(exc)
+            error = self._explained(translate(exc))
             if not self.is_active and self.exception:
                 raise QueryFailed(f"Query {self.name} failed: {self.exception.short}", "", error.error_class) from exc
             raise error from exc
 
     def stop(self) -> None:
-        call(self._handle.stop)
+        self._ask(self._handle.stop)
         if self.on_end is not None:
             self.on_end(self, "stopped", None)
 

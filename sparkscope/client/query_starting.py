@@ -12,6 +12,7 @@ from . import bounded_sink, durable
 from .capabilities import ADD_PACKAGES
 from ._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from .catalog import ACTIVE, LOST, Record
+from .checkpoints import Resumption, committed_batch
 from .kafka.connector import is_kafka, reads_own_source
 from .errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from .logs import log, swallowed
@@ -28,6 +29,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # one foreachBatch start at a time in this process (QueryStarting._start_foreach_batch)
 _FOREACH_BATCH_STARTS = threading.Lock()
+
+
+def not_a_dataframe(value: Any) -> ConfigError:
+    """What ss.start says of a value that is not a Spark DataFrame: its full type, and how to get one."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    if module == "pandas":
+        return ConfigError(f"This is a {name}, not a Spark DataFrame",
+                           "Start a streaming DataFrame, e.g. spark.readStream…; spark.createDataFrame(pdf) makes a "
+                           "batch one from pandas", code="not_a_dataframe")
+    return ConfigError(f"This is a {name}, not a Spark DataFrame", "Pass a streaming DataFrame (spark.readStream…)",
+                       code="not_a_dataframe")
 
 
 class QueryStarting(SinkReading):
@@ -52,7 +66,7 @@ class QueryStarting(SinkReading):
             check_sink(sink)
         parsed_trigger = parse_trigger(trigger)
         if not is_dataframe(df):
-            raise ConfigError(f"{type(df).__name__} is not a DataFrame", "Pass a streaming DataFrame")
+            raise not_a_dataframe(df)
         existing = self._find_active_by_name(name)
         if existing is not None:
             raise ConfigError(f"A query named '{name}' is already running",
@@ -111,6 +125,15 @@ class QueryStarting(SinkReading):
                 plan: bytes | None = None, problem: str | None = None,
                 retention: Retention | None = None, notes: list[str] | None = None) -> Query:
         """Start a checked query and record it in the catalog."""
+        with self.catalog.starting(self.url, name):
+            return self._launch_here(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path,
+                                     table=table, options=options, foreach_batch=foreach_batch, warning=warning,
+                                     plan=plan, problem=problem, retention=retention, notes=notes)
+
+    def _launch_here(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
+                     checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
+                     foreach_batch: Callable[[Any, int], None] | None, warning: str | None, plan: bytes | None,
+                     problem: str | None, retention: Retention | None, notes: list[str] | None) -> Query:
         self._check_not_running_elsewhere(name)
         view = None
         if sink == BOUNDED:
@@ -221,6 +244,7 @@ class QueryStarting(SinkReading):
         name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
         query.on_end = self._ended
         query.restart_note = problem
+        query.files_here = self.target.on_this_machine
         with self._lock:
             self._queries[query.id] = query
             self._started_here.add(query.id)
@@ -282,11 +306,20 @@ class QueryStarting(SinkReading):
         if reads_own_source(record.plan):
             with translated():
                 self.kafka.register()
+        checkpoint = None if fresh else record.checkpoint
+        if checkpoint is None:
+            resumption = Resumption(None, None, True)
+        elif self.target.on_this_machine:
+            resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
+        else:
+            resumption = Resumption(checkpoint, record.last_batch, False)
         # checked when it first started: the plan, its mode and sink are not analysed again
-        return self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
-                            parse_trigger(record.trigger), checkpoint=None if fresh else record.checkpoint,
-                            path=record.path, table=record.table_name, options=record.options, plan=record.plan,
-                            retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
+        query = self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
+                             parse_trigger(record.trigger), checkpoint=checkpoint,
+                             path=record.path, table=record.table_name, options=record.options, plan=record.plan,
+                             retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
+        query.resumption = resumption if query.checkpoint == checkpoint else Resumption(None, None, True)
+        return query
 
     def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
         """Start again, from their checkpoints, the catalogued queries of this server that were lost (after

@@ -34,6 +34,7 @@ class QueryTracking(SessionBase):
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
                     query = self._adopted(handle)
                     query.on_end = self._ended
+                    query.files_here = self.target.on_this_machine
                     self._queries[handle.id] = query
             active_ids = {h.id for h in active}
         return [q for q in self._queries.values() if q.id in active_ids]

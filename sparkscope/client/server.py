@@ -24,7 +24,7 @@ from .errors import AuthenticationFailed, ServerError, ServerOutOfMemory
 from .logs import log as logger
 from .paths import private_dir, state_dir, write_private
 from .probe import port_open, probe, try_probe
-from .processes import kill, wait_until_free
+from .processes import kill, next_free_port, wait_until_free
 from .remote import TOKEN_ENV
 from .secrets import remember_secret
 from .server_info import ServerInfo, holds_port, is_our_server
@@ -36,6 +36,7 @@ from .spark_install import java_path, java_version, pyspark_home
 STATE_FILE = "server.json"
 TOKEN_FILE = "token"
 LOG_FILE = "server.log"
+PORT_ATTEMPTS = 3  # ports tried when others take the free one picked while the server starts
 RECORDING_GRACE = 30.0  # seconds more for a stopping server to write its class archive (130 MB)
 UI_READERS = "every user of this machine can read it (every SQL text, plan and setting you run)"
 
@@ -170,7 +171,7 @@ class LocalServer:
             token = None
         elif not token:
             token = secrets.token_urlsafe(32)  # like Jupyter: a random token by default
-        port = free_port(port)
+        chosen = free_port(port)
         ui_port = ui_settings(ui, conf)
         java_version()
         driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()
@@ -183,9 +184,9 @@ class LocalServer:
         if token:
             env[TOKEN_ENV] = token  # the server's alone: the master and workers never see it
         self._prepare_home(token)
-        info = ServerInfo(pid=0, port=port, started_at=0.0, log=self.log_path, token=token, cluster=cluster,
+        info = ServerInfo(pid=0, port=chosen, started_at=0.0, log=self.log_path, token=token, cluster=cluster,
                           driver_memory=driver_memory, ui_port=ui_port)
-        return self._launch(info, master, conf, env, timeout, on_wait)
+        return self._launch(info, master, conf, env, timeout, on_wait, port_fixed=port is not None)
 
     def _reuse(self, existing: ServerInfo, port: int | None, workers: int, timeout: float,
                on_wait: Callable[[float, str], None] | None) -> ServerInfo:
@@ -214,12 +215,14 @@ class LocalServer:
             write_private(self.token_path, token)
 
     def _launch(self, info: ServerInfo, master: str, conf: dict[str, str], env: dict[str, str], timeout: float,
-                on_wait: Callable[[float, str], None] | None) -> ServerInfo:
+                on_wait: Callable[[float, str], None] | None, port_fixed: bool) -> ServerInfo:
         """Spawn the JVM and wait until it answers; once more without the class archive when the JVM could
-        not map it."""
+        not map it, and on the next free port when another program took the one picked (unless it was asked
+        for: --port)."""
         class_cache = ClassCache(self.home, java_path() or "java", pyspark_home())
         env["SPARK_CONF_DIR"] = str(class_cache.conf_dir())
-        for attempt in (1, 2):
+        archive_retried, ports_tried = False, 1
+        while True:
             class_cache_option, recording = class_cache.java_options()
             info.started_at = time.time()
             try:
@@ -235,13 +238,20 @@ class LocalServer:
             self._write_state(info)
             try:
                 info.version = self._wait_ready(info, info.token, timeout, on_wait, proc)
-            except BaseException:
+            except BaseException as exc:
                 kill(proc.pid, grace=5)
                 if recording is not None:
                     class_cache.keep(recording, stopped_cleanly=False)
-                elif attempt == 1 and proc.poll() is not None and class_cache.discard_if_unusable(
+                elif not archive_retried and proc.poll() is not None and class_cache.discard_if_unusable(
                         "\n".join(self.log.new_lines(log_offset))):
+                    archive_retried = True
                     continue  # the JVM could not map the class archive: it is gone, start without it
+                if getattr(exc, "code", None) == "port_taken" and not port_fixed and ports_tried < PORT_ATTEMPTS:
+                    taken, info.port = info.port, next_free_port(info.port + 1)
+                    ports_tried += 1
+                    logger.warning("Port %d was taken by another program while the server started; starting it "
+                                   "on port %d instead", taken, info.port)
+                    continue
                 if info.cluster is not None:
                     info.cluster.stop(grace=5)
                 self._clear_state()
@@ -296,7 +306,8 @@ class LocalServer:
             fatal = self.log.fatal_error(log_offset) if proc is not None else None
             if fatal and "Failed to bind" in fatal:
                 raise ServerError(f"Port {info.port} was taken by another program while the server started",
-                                  "Start it again (sparkscope server start picks a free port), or pick one: --port N")
+                                  "Start it again (sparkscope server start picks a free port), or pick one: --port N",
+                                  code="port_taken", data={"port": str(info.port)})
             if fatal:
                 raise ServerError(f"The Spark Connect server failed to start: {fatal}",
                                   f"Fix the setting and start again; the log is {self.log_path}")

@@ -21,7 +21,8 @@ from .catalog import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
-                     SparkscopeError, call, explain_unreachable, translate, translated)
+                     SparkscopeError, call, explain_unreachable, session_closed, translate,
+                     translated)
 from .probe import probe
 from .query_starting import QueryStarting
 from .remote import Target, resolve
@@ -114,8 +115,20 @@ def retry_policies() -> list[Any]:
                           jitter=0, max_server_retry_delay=1000)]
 
 
+# what a closed Session still answers: who it was, and the client-side catalog
+USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "target", "server_version", "server_home", "catalog"})
+
+
 class Session(QueryStarting):
     """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
+
+    _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
+    _handed_back = False  # close() has finished: its public methods now say so instead of failing in pyspark
+
+    def __getattribute__(self, name: str) -> Any:
+        if name[:1] != "_" and name not in USABLE_AFTER_CLOSE and object.__getattribute__(self, "_handed_back"):
+            raise session_closed()
+        return object.__getattribute__(self, name)
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
                  keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None):
@@ -152,7 +165,8 @@ class Session(QueryStarting):
             with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
                 call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
             with swallowed("recording the session in the catalog"):
-                session.catalog.record_session(session.url, session.session_id)
+                session.catalog.record_session(session.url, session.session_id, held=activate)
+            session._held = activate
             if activate:
                 make_active(spark)
             if target.source == "local" or target.token_source == "state":  # the embedded server
@@ -170,7 +184,13 @@ class Session(QueryStarting):
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
         server = target.with_session(None)
-        for known in Catalog.in_home(server_home).last_sessions(server.display):
+        catalog = Catalog.in_home(server_home)
+        in_use: list[tuple[str, int]] = []
+        for known in catalog.last_sessions(server.display):
+            holder = catalog.holder(server.display, known)
+            if holder is not None:  # another REPL or script of this machine works in it: not a crashed one's
+                in_use.append((known, holder))
+                continue
             try:
                 session = cls.open(server.with_session(known), timeout=timeout, activate=False,
                                    server_home=server_home)
@@ -180,8 +200,17 @@ class Session(QueryStarting):
                 continue  # that session is gone from the server
             if session.running():
                 make_active(session.spark)
+                session._held = True
+                with swallowed("recording the session in the catalog"):
+                    catalog.record_session(server.display, known, held=True)
                 return session
             session.close(stop_queries=False)
+        if in_use:
+            known, holder = in_use[0]
+            raise ConnectionFailed(f"No session on {server.display} was left by this client: session {known} is in "
+                                   f"use by another sparkscope (pid {holder})", f"Join it anyway by its session id "
+                                   f"({known}): its queries are then both of yours", code="session_in_use",
+                                   data={"session_id": known, "pid": str(holder)})
         raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
                                "Connect without reattaching to open a new session", code="nothing_to_reattach")
 
@@ -222,7 +251,7 @@ class Session(QueryStarting):
         try:
             yield other
         finally:
-            other.close(stop_queries=False)
+            other.close(stop_queries=False, drop_views=False)  # the rows its queries keep are its holder's
 
     def spark_ui(self) -> str | None:
         """Where the Spark UI is and who can read it, for the embedded server (None for another one)."""
@@ -291,15 +320,25 @@ class Session(QueryStarting):
             with swallowed("keeping the session alive"):
                 self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
 
-    def close(self, stop_queries: bool = True) -> None:
+    def close(self, stop_queries: bool = True, drop_views: bool = True) -> None:
         """Stop this session's queries and release it; with stop_queries=False leave both running.
+        `drop_views`: drop the rows its bounded-sink queries kept (off for a session only looked into).
 
         Within CLOSE_DEADLINE seconds in all, also on a frozen network: once a step gets no answer,
         the server is not answering, and the remaining calls are abandoned instead of each waiting."""
         if self._closed:
             return
         self._closed = True
+        try:
+            self._release(stop_queries, drop_views)
+        finally:
+            self._handed_back = True
+
+    def _release(self, stop_queries: bool, drop_views: bool) -> None:
         self._stop_keepalive.set()
+        if self._held:
+            with swallowed("recording the session's release in the catalog"):
+                self.catalog.release_session(self.url, self.session_id)
         release_process_settings()
         self._stop_explaining()
         deadline = time.monotonic() + CLOSE_DEADLINE
@@ -308,7 +347,7 @@ class Session(QueryStarting):
             keep_session_on_close(self.spark)
         steps: list[tuple[Callable[[], object], str]] = (
             [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
-        if any(q.view for q in self.known_queries()):
+        if drop_views and any(q.view for q in self.known_queries()):
             steps.append((lambda: self._drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         steps.append((self.spark.stop, "releasing the session"))
         for step, what in steps:

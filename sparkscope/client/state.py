@@ -233,6 +233,10 @@ def state_changes(session: StatefulSession, name: str, *, start: int | None = No
     first = max(chosen.first_batch + 1, last - 2) if start is None else start
     if first < 1:
         first = 1  # batch 0 has no batch before it to change from
+    if chosen.name.startswith("symmetricHashJoin") and store in (None, "left", "right"):  # Spark: joinSide and readChangeFeed cannot go together
+        raise UnsupportedOperation(f"Spark's state reader keeps no change feed for a stream-stream join ({name}'s "
+                                   f"operator {chosen.id})", "Read its state after a batch instead, one side "
+                                   "at a time (store left or right)", code="no_join_changes", data={"name": name})
     state.check_batch(chosen, first - 1)
     state.check_batch(chosen, last)
     if first > last:

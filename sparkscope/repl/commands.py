@@ -19,6 +19,8 @@ TRIGGER_EXAMPLES = ("5s", "once", "available-now", "continuous:1s")
 PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..client.query import Query
+    from ..client.session import Session
     from .context import CommandContext
 
 
@@ -262,20 +264,36 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                        (f": {', '.join(names)}" if names else ""), {"stopped": names})
     if not args:
         raise UsageError(":stop needs a query name", f"Usage: {stop.usage}")
+    session = ctx.session
+    query: Query | None = None
+    not_found: QueryNotFound | None = None
     try:
-        query = ctx.session.query(args[0])
-    except QueryNotFound:
-        left = ctx.session.stop_elsewhere(args[0])  # left running in another session of this client's
-        if left is None:
-            raise
-        return Message(f"Stopped {left.name} in session {short_id(str(left.session_id))}, where it was left running",
-                       {"stopped": [left.name], "session_id": left.session_id})
-    if query.state != "active":
+        query = session.query(args[0])
+    except QueryNotFound as exc:
+        not_found = exc
+    if query is None or query.state != "active":  # perhaps it runs in another session of this server
+        holder = _holder(session, args[0])
+        elsewhere = session.stop_elsewhere(args[0])
+        if elsewhere is not None:
+            where = (f"where another sparkscope (pid {holder}) works" if holder is not None
+                     else "where it was left running")
+            return Message(f"Stopped {elsewhere.name} in session {short_id(str(elsewhere.session_id))}, {where}",
+                           {"stopped": [elsewhere.name], "session_id": elsewhere.session_id})
+        if query is None:
+            raise not_found or QueryNotFound(f"No query named '{args[0]}'")
         return Message(f"{query.name} is not running ({query.state})")
     query.stop()
     if ctx.interactive:
         ctx.live().finish_tails([query.name])
     return Message(f"Stopped {query.name}", {"stopped": [query.name]})
+
+
+def _holder(session: Session, name: str) -> int | None:
+    """The pid of another sparkscope working in the session where the catalog says `name` runs."""
+    record = session.catalog.get(session.url, name)
+    if record is None or not record.session_id or record.session_id == session.session_id:
+        return None
+    return session.catalog.holder(session.url, record.session_id)
 
 
 @command("schema", "Show the columns of a DataFrame, query sink or table",

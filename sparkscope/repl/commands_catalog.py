@@ -64,7 +64,7 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         results = session.restart_lost()
         if not results:
             return Message("No lost queries in the catalog.")
-        return [_restarted(record, outcome) if isinstance(outcome, Query) else
+        return [_restarted(outcome) if isinstance(outcome, Query) else
                 Message(f"error: could not restart {record.name}: {outcome}") for record, outcome in results]
     if not args:
         raise UsageError(":restart needs a query name, or --lost", f"Usage: {restart.usage}")
@@ -79,16 +79,24 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
 
 def _restart_one(session: Session, name: str, fresh: bool) -> Message:
-    record = session.catalog.get(session.url, name)
-    return _restarted(record, session.restart(name, fresh=fresh))
+    return _restarted(session.restart(name, fresh=fresh))
 
 
-def _restarted(record: Record | None, query: Query) -> Message:
-    """What a restart says: whether it resumed from its checkpoint, after which batch, and where it writes."""
-    resumed = record is not None and bool(record.checkpoint) and query.checkpoint == record.checkpoint
-    last_batch = record.last_batch if record is not None else None
-    where = (f"from its checkpoint (after batch {last_batch})" if resumed and last_batch is not None
-             else "from its checkpoint" if resumed else "with a new checkpoint")
+def _restarted(query: Query) -> Message:
+    """What a restart says: whether it resumed from its checkpoint and after which batch (as the checkpoint's
+    own files said just before, on this machine), and where it writes."""
+    resumption = query.resumption
+    resumed = resumption is not None and resumption.checkpoint is not None and resumption.after_batch is not None
+    if resumption is None or resumption.checkpoint is None:
+        where = "with a new checkpoint"
+    elif resumption.after_batch is None and resumption.from_files:
+        where = (f"from batch 0 with empty state: its checkpoint {resumption.checkpoint} held no committed batch "
+                 "(deleted?)")
+    elif resumption.after_batch is None:
+        where = "from its checkpoint"
+        resumed = True
+    else:
+        where = f"from its checkpoint (after batch {resumption.after_batch})"
     return Message(f"Restarted {query.name} (id {short_id(query.id)}) {where} → {sink_text(query.sink, query.keep)}, "
                    f"{query.mode} mode",
                    {"name": query.name, "id": query.id, "checkpoint": query.checkpoint, "resumed": resumed})

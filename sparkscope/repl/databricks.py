@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..client.rows import fetch
 from .pyspark_habits import free_query_name
 from .registry import UsageError
-from .render import render_table
+from .render import render
 from .results import Table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ class Display:
         if not df.isStreaming:
             rows = fetch(df, DISPLAY_ROWS + 1)
             more = len(rows.rows) > DISPLAY_ROWS
-            executor.out.write(render_table(Table(rows.columns, rows.rows[:DISPLAY_ROWS],
+            executor.out.write(render(Table(rows.columns, rows.rows[:DISPLAY_ROWS],
                                                   footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)) + "\n")
             return None
         name = streamName or free_query_name(session, "display_query")

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..client import _pyspark
+from ..client.errors import translate
 from ..client.logs import swallowed
 from ..client.kafka.connector import is_kafka
 from ..client.query import wait_in_slices
@@ -102,6 +103,7 @@ def install() -> None:
 
 
 # -- getOrCreate ----------------------------------------------------------------------------------
+CONF_SET_AT_START = ("CANNOT_MODIFY_CONFIG", "CANNOT_MODIFY_STATIC_CONFIG")  # Spark's conditions for those
 def _get_or_create(original: Any, builder: Any) -> Any:
     call = current()
     if call is None:
@@ -118,7 +120,10 @@ def _get_or_create(original: Any, builder: Any) -> Any:
             continue
         try:
             session.spark.conf.set(key, value)
-        except Exception:  # a static conf (CANNOT_MODIFY_CONFIG), or one the server refuses
+        except Exception as exc:
+            error = translate(exc)
+            if not (error.error_class or "").startswith(CONF_SET_AT_START):
+                raise error from None  # a wrong value (INVALID_CONF_VALUE), as classic getOrCreate() raises it
             ignored.append(key)
     if ignored:
         call.executor.notice_once(

@@ -19,10 +19,10 @@ def describe(value: Any) -> str:
         except Exception as exc:
             return f"DataFrame (invalid: {translate(exc)})"
     if type(value).__name__ == "Rows" and hasattr(value, "columns"):
-        from .render import render_table
+        from .render import render
         from .results import Table
 
-        return render_table(Table(value.columns, value.rows))
+        return render(Table(value.columns, value.rows))
     return repr(value)
 
 
@@ -35,17 +35,19 @@ def mentions_session(source: str) -> bool:
     return any(name in source for name in ("spark", "ss.", "ss ", "F.", "T.", "col(", "expr(", "lit(", "window("))
 
 
+def _source_line(lines: list[str], lineno: int | None) -> str:
+    return lines[lineno - 1].strip() if lineno and 0 < lineno <= len(lines) else ""
+
+
 def user_traceback(exc: BaseException, source: str) -> str:
     """A traceback of the user's own code only: frames from <input> and the final line."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<input>"]
     lines = source.splitlines()
+    frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=_source_line(lines, f.lineno))
+              for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<input>"]
     out = []
-    if frames:
+    if frames:  # a recursion's repeated frames collapse, as Python prints them: [Previous line repeated N more times]
         out.append("Traceback (most recent call last):\n")
-        for frame in frames:
-            out.append(f'  File "<input>", line {frame.lineno}, in {frame.name}\n')
-            if frame.lineno and 0 < frame.lineno <= len(lines):
-                out.append(f"    {lines[frame.lineno - 1].strip()}\n")
+        out.extend(traceback.StackSummary.from_list(frames).format())
     out.extend(traceback.format_exception_only(type(exc), exc))
     if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")

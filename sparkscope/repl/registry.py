@@ -224,6 +224,8 @@ class Registry:
                         if i >= len(tokens):
                             raise UsageError(f"--{key} needs a value", f"Usage: {cmd.usage}")
                         given = tokens[i]
+                        if given.startswith("--") and cmd.option(given[2:].partition("=")[0]) is not None:
+                            raise UsageError(f"--{key} needs a value before {given}", f"Usage: {cmd.usage}")
                     given = unquote(given)
                     if option.kind is Kind.MULTI:
                         opts[key] = [*opts.each(key), given]

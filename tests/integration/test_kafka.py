@@ -255,3 +255,16 @@ def test_a_batch_read_as_written_in_the_repl_with_ending_offsets(ss, kafka_broke
             f"""'{{"{topic}": {{"0": 2, "1": -1}}}}').load().selectExpr("cast(value as string) v").collect())""")
     assert shell.run(line), shell.err.getvalue()
     assert shell.out.getvalue().strip() == "['a0', 'a1', 'b0', 'b1']"
+
+
+def test_a_stream_from_a_broker_nobody_runs_fails_naming_the_address(ss, topic):
+    """librdkafka says `KafkaError{code=_TRANSPORT,…}` and no address; the query says where and what to do,
+    within the metadata timeout, instead of showing active with no batch."""
+    df = ss.source.kafka("127.0.0.1:1", subscribe=topic)
+    query = ss.start(df.selectExpr("cast(value as string) v"), "nowhere", sink="memory")
+    wait_for(lambda: query.state == "failed", 90, what="the query to fail")
+    assert str(query.exception).startswith(
+        "KafkaUnreachableError: Kafka at 127.0.0.1:1 did not answer within 10 s for its topics' offsets ("), \
+        query.exception
+    assert str(query.exception).endswith(
+        "). Check the address and that the broker runs; the query can be restarted from its checkpoint")

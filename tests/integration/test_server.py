@@ -239,6 +239,34 @@ def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp
         LocalServer(tmp_path / "sparkscope").stop(grace=10)
 
 
+def test_a_port_another_program_takes_while_the_server_starts_moves_it_to_the_next_free_one(tmp_path, caplog):
+    """Two servers starting at once on this machine both pick the first free port; the JVM that loses the bind
+    starts again on the next free one, instead of failing after its whole start."""
+    from sparkscope.client.probe import probe
+
+    local = LocalServer(tmp_path / "sparkscope")
+    holder = socket.socket()
+    taken: list[int] = []
+
+    def take_its_port(elapsed: float, stage: str) -> None:  # as another server would, while this JVM starts
+        running = local.running()
+        if not taken and running is not None:
+            holder.bind(("127.0.0.1", running.port))
+            holder.listen()
+            taken.append(running.port)
+
+    try:
+        with caplog.at_level("WARNING", logger="sparkscope"):
+            info = local.start(on_wait=take_its_port, timeout=240)
+        assert taken and info.port != taken[0]
+        assert probe(info.target(info.token), timeout=10).startswith("4.")
+        assert f"Port {taken[0]} was taken by another program while the server started; starting it on port " \
+               f"{info.port} instead" in caplog.text
+    finally:
+        holder.close()
+        local.stop(grace=10)
+
+
 def wait_for_the_recorder(cache: Path) -> None:
     """Until the background server that records the class archive has stopped (it removes its lock)."""
     wait_for(lambda: not (cache / "recorder.lock").exists(), timeout=240, every=0.5,

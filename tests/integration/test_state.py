@@ -10,6 +10,7 @@ import re
 import pytest
 from pyspark.sql import functions as F
 
+from sparkscope.client.errors import UnsupportedOperation
 from sparkscope.repl.executor import Executor
 
 
@@ -96,6 +97,11 @@ def test_state_of_a_dedup_a_join_and_a_state_function(ss, tmp_path):
     join.process_all_available()
     assert sorted((r["k"], r["n"]) for r in ss.state("joined").collect()) == [("x", 1), ("y", 2)]
     assert sorted((r["k"], r["m"]) for r in ss.state("joined", store="right").collect()) == [("x", 10)]
+    with pytest.raises(UnsupportedOperation) as no_changes:  # Spark: joinSide and readChangeFeed never go together
+        ss.state_changes("joined")
+    assert str(no_changes.value) == ("Spark's state reader keeps no change feed for a stream-stream join (joined's "
+                                     "operator 0). Read its state after a batch instead, one side at a time (store "
+                                     "left or right).")
 
     from pyspark.sql.streaming.state import GroupStateTimeout
 

@@ -4,6 +4,7 @@ records. Needs confluent-kafka on this machine (pip install 'sparkscope[kafka]')
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -62,6 +63,27 @@ def _config(bootstrap: str, extra: dict[str, str] | None) -> dict[str, str]:
     return {"bootstrap.servers": bootstrap, "log_level": "4", **(extra or {})}
 
 
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_topic_name(name: str) -> str:
+    """`name`, when Kafka accepts it as a topic name (ASCII letters, digits, '.', '_' and '-'; 1 to 249 of
+    them; not '.' or '..'), else ConfigError saying which rule it breaks."""
+    if not name:
+        problem = "is empty"
+    elif len(name) > 249:
+        problem = f"has {len(name)} characters (Kafka allows 249)"
+    elif name in (".", ".."):
+        problem = "is not allowed by Kafka"
+    elif not TOPIC_NAME.fullmatch(name):
+        bad = "".join(sorted({c for c in name if not re.fullmatch(r"[a-zA-Z0-9._-]", c)}))
+        problem = f"holds {bad!r}, which Kafka does not allow"
+    else:
+        return name
+    raise ConfigError(f"The topic name {name!r} {problem}",
+                      "Topic names use ASCII letters, digits, '.', '_' and '-'", code="bad_topic")
+
+
 def _unreachable(bootstrap: str, exc: BaseException) -> ServerUnreachable:
     return ServerUnreachable(f"Kafka at {bootstrap} did not answer within {TIMEOUT:g} s ({exc})",
                              "Check the address and that the broker runs", code="kafka_unreachable")
@@ -95,6 +117,7 @@ def topics(bootstrap: str, pattern: str | None = None, config: dict[str, str] | 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
     kafka = _kafka()
+    check_topic_name(name)
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(dict[str, Any](_config(bootstrap, config)))
@@ -146,6 +169,7 @@ class Producer:
     def send(self, topic: str, records: Iterable[tuple[str | None, str]], rate: float | None = None,
              stop: Callable[[], bool] = lambda: False, clock: Callable[[], float] = time.monotonic) -> int:
         """Send (key, value) records; returns how many were delivered. `rate`: records a second at most."""
+        check_topic_name(topic)
         started = clock()
         sent = 0
         for key, value in records:

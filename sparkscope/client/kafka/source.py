@@ -23,7 +23,7 @@ SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT,
           "timestampType INT")
 HEADERS = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 ARROW_ROWS = 8192  # rows per Arrow batch handed to Spark
-METADATA_TIMEOUT = 30.0
+METADATA_TIMEOUT = 10.0  # as the client's own :topics: a broker that answers does so in milliseconds
 PARTITION_EOF = -191  # librdkafka's RD_KAFKA_RESP_ERR__PARTITION_EOF (confluent_kafka.KafkaError._PARTITION_EOF)
 
 
@@ -59,6 +59,19 @@ class KafkaDataLossError(RuntimeError):
     pass
 
 
+class KafkaUnreachableError(RuntimeError):
+    pass
+
+
+def _unreachable(options: SourceOptions, exc: BaseException, doing: str) -> KafkaUnreachableError:
+    """librdkafka's error (KafkaError{code=_TRANSPORT,…}) names neither the broker nor what to do."""
+    error = exc.args[0] if exc.args else exc
+    reason = getattr(error, "str", lambda: str(error))()
+    bootstrap = options.client.get("bootstrap.servers", "?")
+    return KafkaUnreachableError(f"Kafka at {bootstrap} did not answer {doing} ({reason}). Check the address and that "
+                            "the broker runs; the query can be restarted from its checkpoint")
+
+
 def _loss_error(losses: list[Any]) -> KafkaDataLossError:
     return KafkaDataLossError("Some data may have been lost: " + "; ".join(str(loss) for loss in losses) +
                               ". Set the source option failOnDataLoss to false to go on from the earliest offsets")
@@ -76,13 +89,19 @@ class _Metadata:
     def watermarks(self) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import TopicPartition
 
+        from confluent_kafka import KafkaException
+
         subscription = self._options.subscription
-        topics = self._consumer.list_topics(timeout=METADATA_TIMEOUT).topics
-        wanted = [(name, part) for name, meta in topics.items() if subscription.matches(name) and meta.error is None
-                  for part in meta.partitions if subscription.wanted(name, part)]
-        return {(name, part): self._consumer.get_watermark_offsets(TopicPartition(name, part),
-                                                                    timeout=METADATA_TIMEOUT, cached=False)
-                for name, part in wanted}
+        try:
+            topics = self._consumer.list_topics(timeout=METADATA_TIMEOUT).topics
+            wanted = [(name, part) for name, meta in topics.items()
+                      if subscription.matches(name) and meta.error is None
+                      for part in meta.partitions if subscription.wanted(name, part)]
+            return {(name, part): self._consumer.get_watermark_offsets(TopicPartition(name, part),
+                                                                        timeout=METADATA_TIMEOUT, cached=False)
+                    for name, part in wanted}
+        except KafkaException as exc:
+            raise _unreachable(self._options, exc, f"within {METADATA_TIMEOUT:g} s for its topics' offsets") from None
 
     def close(self) -> None:
         self._consumer.close()
@@ -197,11 +216,14 @@ def _messages(piece: Range, options: SourceOptions) -> Iterator[Any]:
         while next_offset < piece.end:
             batch: list[Any] = consumer.consume(min(ARROW_ROWS, piece.end - next_offset),
                                                 options.poll_timeout_ms / 1000)
-            ended = not batch
+            if not batch:  # nothing within the poll timeout, not even the end of the partition
+                raise _unreachable(options, TimeoutError(f"no record within {options.poll_timeout_ms / 1000:g} s"),
+                                   f"while reading records {next_offset}-{piece.end - 1} of {where}")
+            ended = False
             for message in batch:
                 if message.error() is not None:
                     if message.error().code() != PARTITION_EOF:
-                        raise KafkaException(message.error())
+                        raise _unreachable(options, KafkaException(message.error()), f"while reading {where}")
                     ended = True
                     break
                 offset = message.offset()

@@ -116,7 +116,8 @@ def retry_policies() -> list[Any]:
 
 
 # what a closed Session still answers: who it was, and the client-side catalog
-USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "target", "server_version", "server_home", "catalog"})
+USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "target", "server_version", "server_home", "catalog",
+                                "started_here", "known_queries", "user"})
 
 
 class Session(QueryStarting):

@@ -129,11 +129,12 @@ class SinkReading(QueryTracking):
     def operation(self, tag: str | None = None) -> Iterator[str]:
         """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
         tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
-        self.spark.addTag(tag)
+        spark = self.spark  # the session may be closed meanwhile (:connect in the tagged command)
+        spark.addTag(tag)
         try:
             yield tag
         finally:
-            self.spark.removeTag(tag)
+            spark.removeTag(tag)
 
     def cancel(self, tag: str) -> list[str]:
         """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""

@@ -45,7 +45,7 @@ def topics(ctx: CommandContext, args: list[str], opts: Options) -> Result:
          options=(valued("key", "K"), valued("file", "F.jsonl"), valued("rate", "N/s"),
                   valued("bootstrap", "HOST:PORT")), runs=Runs.WAITS, needs_session=False)
 def produce(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    topic, values = args[0], args[1:]
+    topic, values = broker.check_topic_name(args[0]), args[1:]
     path = opts.text("file")
     if bool(values) == bool(path):
         raise UsageError(":produce needs the records: VALUE… or --file F.jsonl (not both)",

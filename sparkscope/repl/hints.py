@@ -9,6 +9,7 @@ REPL_HINTS = {
     "query_exists": "Stop it first (:stop {name}) or pick another name",
     "query_running": "Stop it first: :stop {name}",
     "nothing_to_reattach": "Run :connect to open a new session",
+    "session_in_use": "Join it anyway with --session-id {session_id} (its queries are then both of yours)",
     "not_in_catalog": "See what it holds with :queries --all",
     "not_restartable": "Build the DataFrame again and :start it",
     "no_query_or_table": "List them with :queries, or start one with :start",

@@ -57,6 +57,13 @@ CASES = [
     (":peek alive --export /proc/rows.csv", "error: Cannot write /proc/rows.csv: No such file or directory. Pick a "
                                             "path in a folder you can write to."),
     (":progress alive --export /proc/p.jsonl", "error: Cannot write /proc/p.jsonl: No such file or directory."),
+    (':produce "bad topic!" x', "error: The topic name 'bad topic!' holds ' !', which Kafka does not allow. Topic "
+                                "names use ASCII letters, digits, '.', '_' and '-'."),
+    (':produce "" x', "error: The topic name '' is empty."),
+    (":produce t1 x --key --bootstrap H:P", "error: --key needs a value before --bootstrap. Usage: :produce TOPIC"),
+    ('from pyspark.sql import SparkSession; SparkSession.builder.config("spark.sql.shuffle.partitions", "abc")'
+     '.getOrCreate()', "error: The value 'abc' in the config \"spark.sql.shuffle.partitions\" is invalid. It should "
+                       "be a/an 'int' value."),
     (":peek alive --order 'value down'", "error: Cannot sort by 'value down'. Name columns, each optionally "
                                          "followed by asc or desc: --order \"value desc, name\"."),
 ]
@@ -199,3 +206,21 @@ def test_a_value_holding_esc_bel_and_a_tab_prints_as_escapes_in_a_table_that_lin
     assert "| a\\x1b]0;pwned\\x07b\\tc\\x1b[31mred |" in table, table
     assert len({len(line) for line in table}) == 1, table
     repl.prompt()
+
+
+def test_a_runaway_recursion_prints_a_short_traceback_as_python_does(repl):
+    out = repl.run("f = lambda n: f(n + 1); f(0)")
+    last = out.strip().splitlines()[-2:]
+    assert re.fullmatch(r"  \[Previous line repeated \d{3} more times\]", last[0]), out
+    assert last[1] == "RecursionError: maximum recursion depth exceeded", out
+    assert len(out.strip().splitlines()) < 15, out
+    assert repl.run("1 + 1").strip() == "2"
+
+
+def test_display_of_more_columns_than_the_terminal_holds_shows_one_record_at_a_time(repl):
+    """As :sql does (pgcli's auto-expand): 100 columns on 160 would be a 592-character line."""
+    out = repl.run("display(spark.range(2).selectExpr(*[f'id + {i} AS c{i}' for i in range(100)]))")
+    lines = clean(out).splitlines()
+    assert "-[ RECORD 1 ]" in out and "-[ RECORD 2 ]" in out, out
+    assert max(len(line) for line in lines) <= 160, max(lines, key=len)
+    assert any(re.fullmatch(r"c99\s+\|\s+100", line.strip()) for line in lines), out

@@ -57,6 +57,33 @@ def test_starting_a_batch_dataframe(ss):
     assert str(err.value) == "This is a batch DataFrame, not a streaming one. Build it from spark.readStream or ss.source.*."
 
 
+def test_starting_a_pandas_dataframe_names_its_type(ss):
+    import pandas as pd
+
+    with pytest.raises(ConfigError) as err:
+        ss.start(pd.DataFrame({"a": [1]}), "x6")
+    assert str(err.value) == ("This is a pandas.DataFrame, not a Spark DataFrame. Start a streaming DataFrame, e.g. "
+                              "spark.readStream…; spark.createDataFrame(pdf) makes a batch one from pandas.")
+
+
+def test_a_closed_session_and_its_queries_say_that_they_are_closed(remote_url):
+    import sparkscope
+
+    with sparkscope.connect(remote_url) as closed:
+        query = closed.start(closed.source.rate(1), "after_with")
+    for use in (lambda: closed.queries(), lambda: closed.peek("after_with"), lambda: closed.source.rate(),
+                lambda: closed.query("after_with")):
+        with pytest.raises(ConfigError) as err:
+            use()
+        assert str(err.value) == ("This sparkscope session is closed (its with block ended, or close() was called). "
+                                  "Open a new one with sparkscope.connect().")
+    with pytest.raises(ConfigError) as err:
+        query.stop()
+    assert str(err.value) == ("The session of query after_with is closed (its with block ended, or close() was "
+                              "called). Open a new one with sparkscope.connect().")
+    assert closed.url.startswith("sc://") and closed.session_id  # who it was stays known
+
+
 def test_invalid_and_duplicate_names(ss):
     rate = ss.source.rate(1)
     with pytest.raises(ConfigError, match="'my-query' is not a valid query name"):

@@ -1,0 +1,99 @@
+"""Two REPLs of this machine on one server, each in its own session, meeting over one catalogued query: what
+each says must be what the server runs. Restarts typed at the same moment, a stop of the other's query, the
+rows it kept, a forget while it runs elsewhere, --reattach beside a live REPL, a checkpoint deleted by hand."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pexpect
+import pytest
+
+from sparkscope.client.catalog import Catalog
+from tests.e2e.conftest import Repl, clean, spawn
+from tests.helpers import run_sparkscope, wait_for
+
+pytestmark = pytest.mark.slow
+
+NAME = "meet_same"
+
+
+def open_repl(url: str) -> Repl:
+    shell = Repl(spawn("--remote", url))
+    shell.prompt()
+    return shell
+
+
+def leave(shell: Repl) -> None:
+    shell.child.sendcontrol("d")
+    if shell.child.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=30) == 0:
+        shell.child.send("y\r")
+        shell.child.expect(pexpect.EOF, timeout=30)
+
+
+def session_id(shell: Repl) -> str:
+    return re.search(r"session id\s+\|\s+(\S+)", shell.run(":session")).group(1)
+
+
+def kept_rows(shell: Repl) -> int:
+    match = re.search(r"\((\d+) rows?", shell.run(f":peek {NAME} 5"))
+    return int(match.group(1)) if match else 0
+
+
+def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_url):
+    a, b = open_repl(remote_url), open_repl(remote_url)
+    try:
+        a_session, b_pid = session_id(a), b.child.pid
+        assert f"Started {NAME}" in a.run(f":start {NAME} ss.source.rate(5)")
+        wait_for(lambda: kept_rows(a) > 0, 90, every=0.5, what="its first rows")
+        assert a.run(f":stop {NAME}").strip() == f"Stopped {NAME}"
+
+        # both type :restart at the same moment: one restarts it, the other says where it runs now
+        a.child.send(f":restart {NAME}\r")
+        b.child.send(f":restart {NAME}\r")
+        outs = [a.prompt(120), b.prompt(120)]
+        restarted = [out for out in outs if f"Restarted {NAME}" in out]
+        refused = [out for out in outs if "is running in another session" in out]
+        assert len(restarted) == 1 and len(refused) == 1, outs
+        assert re.search(rf"Restarted {NAME} \(id [0-9a-f]{{8}}\) from its checkpoint \(after batch \d+\)",
+                         restarted[0]), restarted[0]
+        runner, other = (a, b) if restarted[0] is outs[0] else (b, a)
+        assert re.search(rf"\| {NAME}\s+\| [0-9a-f]{{8}} \| active", runner.run(":queries")), "the winner's run ended"
+
+        # the other REPL stops it there; it says who works in that session, and the runner keeps its rows
+        runner_pid = runner.child.pid
+        wait_for(lambda: kept_rows(runner) > 0, 90, every=0.5, what="the restarted run's first rows")
+        out = other.run(f":stop {NAME}").strip()
+        assert re.fullmatch(rf"Stopped {NAME} in session [0-9a-f]{{8}}, where another sparkscope \(pid "
+                            rf"{runner_pid}\) works", out), out
+        wait_for(lambda: re.search(rf"\| {NAME}\s+\| [0-9a-f]{{8}} \| stopped", runner.run(":queries")), 30,
+                 every=0.5, what="the runner to see its query stopped")
+        out = runner.run(f":peek {NAME} 5")
+        assert re.search(r"\(\d+ rows?", out), f"a stop from another session dropped the rows the runner kept:\n{out}"
+
+        # running in B: A cannot forget it, and a stop typed in A (which still has its own old run) stops B's
+        assert f"Restarted {NAME}" in b.run(f":restart {NAME}")
+        out = a.run(f":forget {NAME} --yes").strip()
+        assert out == (f"error: {NAME} is running in session {session_id(b)[:8]}, where another sparkscope (pid "
+                       f"{b_pid}) works: forgetting it would leave a query nobody can restart. Stop it first: "
+                       f":stop {NAME}."), out
+        out = run_sparkscope("--remote", remote_url, "--reattach", "-c", ":queries")
+        assert out.returncode != 0
+        assert re.search(r"error: No session on \S+ was left by this client: session \S+ is in use by another "
+                         r"sparkscope \(pid \d+\)\. Join it anyway with --session-id \S+", out.stderr), out.stderr
+        assert re.search(rf"\| {NAME}\s+\| [0-9a-f]{{8}} \| active", b.run(":queries")), "--reattach touched B"
+        out = a.run(f":stop {NAME}").strip()
+        assert out == f"Stopped {NAME} in session {session_id(b)[:8]}, where another sparkscope (pid {b_pid}) works"
+
+        # its checkpoint deleted by hand: the restart says it starts over, as Spark then does
+        record = next(r for r in Catalog().records() if r.name == NAME)
+        shutil.rmtree(record.checkpoint.removeprefix("file:"))
+        out = a.run(f":restart {NAME}")
+        assert re.search(rf"Restarted {NAME} \(id [0-9a-f]{{8}}\) from batch 0 with empty state: its checkpoint "
+                         rf"{re.escape(record.checkpoint)} held no committed batch \(deleted\?\)", clean(out)), out
+        assert a_session == session_id(a)
+        a.run(f":stop {NAME}")
+    finally:
+        leave(a)
+        leave(b)

@@ -198,3 +198,30 @@ def _server_port_range() -> tuple[int, int]:
 def usable_port() -> int:
     """A port nothing listens on, for a process we are about to start."""
     return next_free_port(free_port())
+
+
+TASK_THREAD = "Executor task l"  # how Linux names a Spark task thread ("Executor task launch worker…", cut at 15)
+BUSY = 0.2  # of a core, over the whole sample: a task computing (with more task slots than cores, each gets
+# a share of one), not one waiting or between batches
+
+
+def _thread_cpu(pid: int, name_prefix: str) -> dict[str, int]:
+    """CPU ticks (user + system) so far of each thread of `pid` whose name starts with `name_prefix`."""
+    ticks: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if (task / "comm").read_text().startswith(name_prefix):
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                ticks[task.name] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def busy_threads(pid: int, name_prefix: str = TASK_THREAD, window: float = 1.0) -> list[float]:
+    """The cores each thread of `pid` named `name_prefix`… used over the next `window` seconds, for those busy
+    all along (at least BUSY of a core): for a JVM's task threads, the tasks computing now."""
+    before = _thread_cpu(pid, name_prefix)
+    time.sleep(window)  # the sample itself: CPU time is counted over an interval
+    after = _thread_cpu(pid, name_prefix)
+    tick = os.sysconf("SC_CLK_TCK")
+    used = [(after[tid] - before[tid]) / tick / window for tid in after if tid in before]
+    return sorted((cores for cores in used if cores >= BUSY), reverse=True)

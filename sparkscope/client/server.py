@@ -24,7 +24,7 @@ from .errors import AuthenticationFailed, ServerError, ServerOutOfMemory
 from .logs import log as logger
 from .paths import private_dir, state_dir, write_private
 from .probe import port_open, probe, try_probe
-from .processes import kill, next_free_port, wait_until_free
+from .processes import busy_threads, kill, next_free_port, wait_until_free
 from .remote import TOKEN_ENV
 from .secrets import remember_secret
 from .server_info import ServerInfo, holds_port, is_our_server
@@ -126,6 +126,14 @@ class LocalServer:
         """When the server is gone and its log (since its last start) ends in the JVM's exit on an
         OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
         return None if self.running() is not None else self.log.out_of_memory_exit()
+
+    def busy_tasks(self, window: float = 1.0) -> list[float] | None:
+        """The cores each computing Spark task of this server uses now (sampled over `window` seconds); None
+        when it is not running or runs its tasks on a cluster's executors (the task reaper ends theirs)."""
+        info = self.running()
+        if info is None or info.cluster is not None:
+            return None
+        return busy_threads(info.pid, window=window)
 
     def status(self) -> ServerInfo | None:
         info = self.running()

@@ -263,6 +263,17 @@ class Session(QueryStarting):
             return None
         return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
+    def busy_tasks(self, window: float = 1.0) -> list[float] | None:
+        """The cores each computing task of the embedded server uses now, sampled over `window` seconds (tasks of
+        every session, streams' too); None for another server, whose threads this machine cannot see."""
+        if not self.target.on_this_machine:
+            return None
+        server = LocalServer(self.server_home)
+        info = server.running()
+        if info is None or info.port != self.target.port:
+            return None
+        return server.busy_tasks(window)
+
     def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the embedded server was stopped and started again under this session (its state
         dir holds the new server's token), the error that says so. The new server refuses the old token, and

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from ..client.errors import SparkscopeError, call
 from .commands import int_option
 from .registry import Arg, Complete, Options, Tail, UsageError, command, flag, key_value, valued
-from .render import short_id
+from .render import busy_tasks, short_id
 from .results import Block, Message, Result, Table
 
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
+SESSION_SAMPLE = 0.5  # seconds of the embedded server's CPU :session samples for its computing tasks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.capabilities import Capabilities
@@ -117,6 +118,9 @@ def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if ui is not None:
         rows.append(["spark UI", ui])
     rows.append(["server", server_row(session.facts.known())])
+    tasks = busy_tasks(session.busy_tasks(window=SESSION_SAMPLE))
+    if tasks is not None:
+        rows.append(["tasks", tasks])
     return Table(["field", "value"], rows, footer="")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..client.errors import Cancelled, SparkscopeError, translate, translated
+from ..client.logs import swallowed
 from ..client.secrets import redact
 from .leaving import Leave
 from .python_input import describe, from_pyspark, mentions_session, user_traceback
@@ -174,6 +175,7 @@ class Executor(SessionHolder):
                 self.out.flush()
                 return True
             self._error(cancel_notice(cancel))
+            self._watch_stuck_tasks(cancel)
             return False
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
@@ -182,6 +184,23 @@ class Executor(SessionHolder):
             return False
         self.emit(name, result)
         return True
+
+    def _watch_stuck_tasks(self, cancel: Cancelled) -> None:
+        """After Ctrl-C ended a command: tasks that Spark cannot interrupt are said, above the next prompt, within
+        seconds, instead of keeping cores busy unannounced (the check samples the server's CPU meanwhile)."""
+        from .worker import stuck_tasks_note
+
+        session = self.session_or_none()
+        if session is None or not self.interactive or cancel.waited_on:
+            return
+
+        def check() -> None:
+            with swallowed("looking for tasks the cancel did not stop"):
+                note = stuck_tasks_note(session)
+                if note:
+                    self.live().say(note)
+
+        threading.Thread(target=check, name="sparkscope-stuck-tasks", daemon=True).start()
 
     def _wait_for_session(self) -> None:
         self.session_wanted = True
@@ -272,6 +291,7 @@ class Executor(SessionHolder):
                 self._report(cancel)
                 return False
             self._error(cancel_notice(cancel))
+            self._watch_stuck_tasks(cancel)
             if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
                 raise KeyboardInterrupt from None
             return False

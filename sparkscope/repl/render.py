@@ -241,6 +241,19 @@ def rate(value: float) -> str:
     return f"{value:,.1f}"
 
 
+def cores(count: float) -> str:
+    return f"{count:.1f} core{'' if round(count, 1) == 1.0 else 's'}"
+
+
+def busy_tasks(busy: list[float] | None) -> str | None:
+    """The server's computing tasks, for :session and server status (None: a server this machine cannot see)."""
+    if busy is None:
+        return None
+    if not busy:
+        return "none computing"
+    return f"{len(busy)} computing, {cores(sum(busy))} busy (a cancelled command's tasks show here until they end)"
+
+
 def behind(records: int | None) -> str:
     """How far a query's Kafka sources are behind the newest offsets ("-": it reads no Kafka)."""
     return "-" if records is None else f"{records:,}"

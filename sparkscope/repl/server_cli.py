@@ -10,7 +10,7 @@ from typing import Any
 from ..client.errors import ConfigError, ServerError, SparkscopeError
 from ..client.server import UI_READERS, LocalServer
 from ..client.server_info import ServerInfo
-from .render import show, uptime
+from .render import busy_tasks, show, uptime
 from .results import Block, Message, Result
 
 NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparkscope server start", code="no_server")
@@ -182,6 +182,9 @@ def _status(args: argparse.Namespace, server: LocalServer) -> int:
         ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory),
         ("ui", f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui)"),
         ("log", info.log)]
+    tasks = busy_tasks(server.busy_tasks(window=0.5))
+    if tasks is not None:
+        rows.append(("tasks", tasks))
     rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", local_master("local[*]")[0])]
     text = "\n".join(f"{key:<7} {value}" for key, value in rows)
     return _emit(args, Block(text, data={"running": True, **{key: value for key, value in rows}}))

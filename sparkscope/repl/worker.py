@@ -28,6 +28,9 @@ ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
              "streaming queries keep running on the server.")
 
 
+STUCK_SAMPLE = 2.0  # seconds of CPU sampled after a cancel
+
+
 def cancel_notice(cancel: Cancelled) -> str:
     """The line shown when Ctrl-C (or the deadline) ended an input."""
     if cancel.waited_on == "any query":
@@ -37,6 +40,22 @@ def cancel_notice(cancel: Cancelled) -> str:
     if cancel.cell_stopped is not None:
         return CELL_STOPPED if cancel.cell_stopped else CELL_BLOCKED
     return ABANDONED if cancel.abandoned else CANCELLED
+
+
+def stuck_tasks_note(session: Any) -> str | None:
+    """After Ctrl-C cancelled a Spark job on the embedded server: the tasks Spark marked killed that still compute
+    (an operator that never checks its kill flag runs on to the end of its partition), or None."""
+    from .render import cores
+
+    busy = session.busy_tasks(window=STUCK_SAMPLE)  # a task that obeys the cancel ends early in the sample
+    if not busy:
+        return None
+    many = len(busy) != 1
+    return (f"note: Spark did not stop {len(busy)} task{'s' if many else ''} of the cancelled command: "
+            f"{cores(sum(busy))} stay busy until {'each' if many else 'it'} reaches the end of its partition "
+            "(some operators, such as a sort's top-N, never check for a cancel). To end them now: sparkscope server "
+            "stop, then sparkscope server start --restore (queries resume from their checkpoints). :session shows "
+            "whether they still run.")
 
 
 def raise_in(call: Call[Any], exc_type: type[BaseException]) -> None:

@@ -139,3 +139,33 @@ def test_a_frozen_network_is_said_above_the_prompt_and_so_is_its_end(server, san
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=60)
         assert "Traceback" not in clean(child.before)
+
+
+def test_ctrl_c_on_a_job_spark_cannot_interrupt_says_what_still_runs_and_how_to_end_it(tmp_path):
+    """A sort's top-N (TakeOrderedAndProjectExec) never checks its task's kill flag: after the cancel, its tasks
+    run on to the end of their partitions. The REPL says so within seconds, and :session shows them. On a server
+    of its own, stopped at the end: those tasks would otherwise keep two cores busy for hours."""
+    from sparkscope.client.processes import busy_threads, free_port
+    from sparkscope.client.server import LocalServer
+    from tests.helpers import run_sparkscope, wait_for
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    local = LocalServer(tmp_path / "sparkscope")
+    port = free_port()
+    try:
+        started = run_sparkscope("server", "start", "--port", str(port), env=env)
+        assert started.returncode == 0, started.stderr
+        pid = local.running().pid
+        repl = Repl(spawn("--remote", f"sc://localhost:{port}", env=env))
+        repl.prompt()
+        assert "none computing" in repl.run(":session")
+        repl.child.send(":sql SELECT id FROM range(100000000000) ORDER BY id DESC\r")
+        wait_for(lambda: busy_threads(pid, window=0.5), 120, what="the sort's tasks to compute")
+        repl.child.sendcontrol("c")
+        repl.expect(r"Cancelled", timeout=30)
+        out = repl.expect(r"sparkscope server start --restore \(queries resume from their checkpoints\)", timeout=30)
+        assert re.search(r"note: Spark did not stop \d+ tasks? of the cancelled command: \d\.\d cores? stay busy "
+                         r"until (each|it) reaches the end of its partition", out.replace("\r\n", " ")), out
+        assert re.search(r"\| tasks\s+\| \d+ computing, \d\.\d cores? busy", repl.run(":session"))
+    finally:
+        local.stop(grace=10)

@@ -257,17 +257,21 @@ class Executor(SessionHolder):
         self.err.flush()
 
     # -- Python ---------------------------------------------------------------------------------
+    def _syntax_error(self, exc: SyntaxError) -> None:
+        """Python's own lines for it; the source line it quotes goes through redact() (a pasted token)."""
+        self.last_traceback = redact("".join(traceback.format_exception_only(type(exc), exc)))
+        if self.fmt == "json":
+            self._error(f"SyntaxError: {exc.msg} (line {exc.lineno})", "Check the Python syntax")
+        else:
+            self.err.write(self.last_traceback)
+
     def _run_python(self, source: str) -> bool:
         from .worker import cancel_notice, run_in_worker
 
         try:
             tree = ast.parse(source, "<input>", "exec")
         except SyntaxError as exc:
-            self.last_traceback = "".join(traceback.format_exception_only(type(exc), exc))
-            if self.fmt == "json":
-                self._error(f"SyntaxError: {exc.msg} (line {exc.lineno})", "Check the Python syntax")
-            else:
-                self.err.write(self.last_traceback)
+            self._syntax_error(exc)
             return False
         last_expr = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from sparkscope.client.catalog import Record
-from sparkscope.client.checkpoints import parse_age, prune, scan
+from sparkscope.client.checkpoints import LOW_SPACE, committed_batch, no_space_at, parse_age, prune, scan
 from sparkscope.client.errors import ConfigError
 
 
@@ -54,3 +54,27 @@ def test_ages_are_read_with_their_unit():
     with pytest.raises(ConfigError) as err:
         parse_age("a week")
     assert str(err.value) == "'a week' is not an age. Write a number and a unit: 30m, 12h, 7d or 2w."
+
+
+def test_the_batch_a_restart_resumes_after_is_read_from_the_checkpoint_itself(tmp_path):
+    checkpoint = tmp_path / "cp"
+    assert committed_batch(str(checkpoint)) is None  # deleted (or never made)
+    (checkpoint / "commits").mkdir(parents=True)
+    assert committed_batch(f"file:{checkpoint}") is None  # made, nothing committed
+    for name in ("0", "1", "7", ".7.crc", "tmp"):
+        (checkpoint / "commits" / name).write_text("v1")
+    assert committed_batch(f"file:{checkpoint}") == 7
+
+
+def test_a_full_disk_is_named_at_the_first_path_whose_disk_has_no_room(tmp_path):
+    class Usage:
+        def __init__(self, free):
+            self.free = free
+
+    roomy, full = tmp_path / "roomy", tmp_path / "full"
+    roomy.mkdir()
+    full.mkdir()
+    left = {str(roomy): LOW_SPACE * 10, str(full): 4096}
+    usage = lambda path: Usage(left[path])  # noqa: E731 - which disk has how much room, as statvfs would say
+    assert no_space_at([None, f"file:{roomy}/cp"], usage) is None
+    assert no_space_at([f"file:{roomy}/cp", str(full / "out" / "part")], usage) == (str(full / "out" / "part"), 4096)

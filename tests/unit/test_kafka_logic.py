@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sparkscope.client.kafka.offsets import Loss, begin, lag, limit, nest, ranges, resolve
@@ -115,3 +117,22 @@ def test_the_cluster_for_topics_and_produce_comes_from_the_flag_the_profile_then
     seen.remember({"kafka.bootstrap.servers": "a:1", "subscribe": "t"})
     seen.remember({"KAFKA.BOOTSTRAP.SERVERS": "b:2"})
     assert seen.bootstrap(recorded=["old:9092"]) == "b:2"
+
+
+@pytest.mark.parametrize("name,message", [
+    ("", "The topic name '' is empty"), ("bad topic!", "The topic name 'bad topic!' holds ' !', which Kafka does not "
+                                                       "allow"),
+    ("..", "The topic name '..' is not allowed by Kafka"), ("t" * 250, "has 250 characters (Kafka allows 249)"),
+])
+def test_topic_names_kafka_refuses_are_one_line(name, message):
+    from sparkscope.client.errors import ConfigError
+    from sparkscope.client.kafka.broker import check_topic_name
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_topic_name(name)
+
+
+def test_topic_names_kafka_takes_pass():
+    from sparkscope.client.kafka.broker import check_topic_name
+
+    assert check_topic_name("clicks.v2_raw-1") == "clicks.v2_raw-1"

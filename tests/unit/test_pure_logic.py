@@ -168,10 +168,15 @@ def test_command_parsing_keeps_expressions_whole():
     (":pek x", "Did you mean :peek?"), (":stop a b", "Too many arguments"), (":peek", "needs more arguments"),
     (":peek x --nope", "Unknown option --nope"), (":progress --last", "--last needs a value"),
     (":start x 'unclosed", "Unclosed quote"),
+    (":produce t1 x --key --bootstrap H:P", "--key needs a value before --bootstrap"),
 ])
 def test_command_parse_errors(line, message):
     with pytest.raises(UsageError, match=message):
         REGISTRY.parse(line)
+
+
+def test_an_option_value_may_start_with_two_dashes_when_no_option_has_that_name():
+    assert REGISTRY.parse(":produce t1 x --key --not-an-option").opts == {"key": "--not-an-option"}
 
 
 def test_split_commands():

@@ -60,7 +60,7 @@ def first_result(class_cache: str) -> float:
 
 
 def free_port() -> int:
-    from sparkscope.client.processes import free_port as pick
+    from sparkscope.server.processes import free_port as pick
 
     return pick()
 
@@ -73,7 +73,7 @@ def phases(server, info) -> tuple[float, float, float]:
     import datetime
     import re
 
-    from sparkscope.client.server_log import START_MARKER
+    from sparkscope.server.log_file import START_MARKER
 
     text = server.log_path.read_text(errors="replace").rsplit(START_MARKER, 1)[-1]
 
@@ -98,7 +98,7 @@ def very_first_start(cache: str, at_once: bool) -> tuple[float, float | None, fl
 
     import pexpect
 
-    from sparkscope.client.server import LocalServer
+    from sparkscope.server.local import LocalServer
 
     sparkscope = str(Path(sys.executable).parent / "sparkscope")
     with tempfile.TemporaryDirectory() as home:
@@ -145,7 +145,7 @@ def _session_recorded(catalog: Path) -> bool:
 def main() -> None:
     import os
 
-    from sparkscope.client.server import LocalServer
+    from sparkscope.server.local import LocalServer
 
     cold, warm, baseline, first, very_prompt, very_connected, very_answer, recorded = [], [], [], [], [], [], [], []
     typed_at_once: list[float] = []

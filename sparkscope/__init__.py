@@ -18,17 +18,18 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client.query import Query
-    from .client.session import Session, connect
+    from .client.session import Session
+    from .server.connecting import connect
 
-_LAZY = {"connect": "session", "Session": "session", "Query": "query", "Progress": "progress", "Rows": "rows",
-         "LocalServer": "server"}
+_LAZY = {"connect": "server.connecting", "Session": "client.session", "Query": "client.query",
+         "Progress": "client.progress", "Rows": "client.rows", "LocalServer": "server.local"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        module = importlib.import_module(f".client.{_LAZY[name]}", __name__)
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
         return getattr(module, name)
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 

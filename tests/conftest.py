@@ -55,8 +55,8 @@ def sandbox() -> Path:
 def server(sandbox):
     """The embedded server, as `sparkscope server start` starts it, on a free port; stopped by pid."""
     from sparkscope.client.paths import state_dir
-    from sparkscope.client.processes import free_port
-    from sparkscope.client.server import LocalServer
+    from sparkscope.server.processes import free_port
+    from sparkscope.server.local import LocalServer
 
     local = LocalServer(state_dir())
     info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})

@@ -216,14 +216,8 @@ class Catalog:
         with self._db() as db:
             row = db.execute("SELECT pid FROM sessions WHERE server=? AND session_id=?", (server, session_id)).fetchone()
         pid = row[0] if row else None
-        if not pid or pid == os.getpid():
+        if not pid or pid == os.getpid() or not Path(f"/proc/{pid}").exists():  # gone (the SDK signals nobody)
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:  # alive, another user's
-            pass
         return int(pid)
 
     def forget(self, server: str, name: str) -> Record | None:

@@ -10,23 +10,21 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings,
                        session_builder, session_id)
 from .catalog import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, ConfigError, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
+from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
                      SparkscopeError, call, explain_unreachable, session_closed, translate,
                      translated)
 from .probe import probe
 from .query_starting import QueryStarting
-from .remote import Target, resolve
-from .server import UI_READERS, LocalServer
+from .remote import Target
 from .session_base import KEEPALIVE_SECONDS, SESSION_MARKER
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,70 +36,9 @@ CHECK_DEADLINE = 5.0
 WARM_UP_WAIT = 30.0  # a warm-up that takes longer is not waited for
 
 
-def resolve_target(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
-                   session_id: str | None = None, start_server: bool = True,
-                   server_home: Path | None = None,
-                   on_server_wait: Callable[[float, str], None] | None = None, port: int | None = None) -> Target:
-    """The endpoint to use; starts (or reuses) the embedded local server when nothing is configured
-    (on `port`, or 15002 or the next free port after it)."""
-    target = resolve(remote, profile=profile, token=token, session_id=session_id)
-    server = LocalServer(server_home)
-    if target is not None:
-        if target.token is None and target.on_this_machine:
-            # our own embedded server, named by URL: its token is in our state dir (like Jupyter's)
-            info = server.running()
-            if info is not None and info.port == target.port and info.token:
-                target = replace(target, host="localhost", token=info.token, token_source="state")
-        return target
-    info = server.running()
-    if info is not None and port is not None and info.port != port:
-        raise ConfigError(f"The local server already runs on port {info.port}, not {port}",
-                          "Leave out --port, or stop it first: sparkscope server stop")
-    if info is None:
-        if not start_server:
-            raise ConfigError("No remote is configured and the local server is not running",
-                              "Start it with: sparkscope server start")
-        loading = _import_pyspark_meanwhile()
-        try:
-            info = server.start(port=port, on_wait=on_server_wait, token=token)
-        finally:
-            loading.join()  # pyspark is imported by one thread at a time (a second one can meet half a module)
-    return info.target(token).with_session(session_id)
-
-
-def _import_pyspark_meanwhile() -> threading.Thread:
-    """Import pyspark's Connect client (a second of pandas, pyarrow and gRPC) while the server starts,
-    instead of after it answers."""
-    import importlib
-
-    def load() -> None:
-        with swallowed("importing pyspark ahead of the session"):
-            importlib.import_module("pyspark.sql.connect.session")
-
-    loading = threading.Thread(target=load, name="sparkscope-import", daemon=True)
-    loading.start()
-    return loading
-
-
 def warm_up_query(spark: Any) -> None:
     """A query through the paths most queries take: code generation, a shuffle, an aggregation."""
     spark.range(8).selectExpr("id % 2 AS k").groupBy("k").count().collect()
-
-
-def connect(remote: str | None = None, *, token: str | None = None, profile: str | None = None,
-            session_id: str | None = None, start_server: bool = True, timeout: float = 5.0,
-            server_home: Path | None = None, keepalive: float = KEEPALIVE_SECONDS,
-            ca_file: str | None = None) -> Session:
-    """Connect to Spark: `remote` URL > SPARK_REMOTE > profile > the embedded local server.
-
-    `ca_file`: a PEM file of the CAs to trust for TLS (`;use_ssl=true`), instead of the profile's
-    `ca_file` or gRPC's default roots. Fails within `timeout` seconds when the server cannot be reached.
-    """
-    target = resolve_target(remote, token=token, profile=profile, session_id=session_id,
-                            start_server=start_server, server_home=server_home)
-    if ca_file:
-        target = replace(target, ca_file=ca_file)
-    return Session.open(target, timeout=timeout, keepalive=keepalive, server_home=server_home)
 
 
 def retry_policies() -> list[Any]:
@@ -113,6 +50,19 @@ def retry_policies() -> list[Any]:
 
     return [DefaultPolicy(max_retries=RETRIES, initial_backoff=200, max_backoff=1000, backoff_multiplier=2.0,
                           jitter=0, max_server_retry_delay=1000)]
+
+
+class ServerHere(Protocol):
+    """The embedded server of this machine, as a Session looks at it (sparkscope.server.connecting makes one).
+    Each answer is about the server on `port` only, and only reads: none starts, stops or deletes anything."""
+
+    def ui(self, port: int) -> str | None: ...
+
+    def restarted_under(self, port: int, token: str | None) -> bool: ...
+
+    def busy_tasks(self, port: int, window: float) -> list[float] | None: ...
+
+    def out_of_memory_exit(self) -> SparkscopeError | None: ...
 
 
 # what a closed Session still answers: who it was, and the client-side catalog
@@ -132,8 +82,10 @@ class Session(QueryStarting):
         return object.__getattribute__(self, name)
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
-                 keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None):
+                 keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None,
+                 here: ServerHere | None = None):
         super().__init__(spark, target, server_version, server_home)
+        self.here = here  # the embedded server of this machine, when this session may be on it
         self._warming: threading.Thread | None = None
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
@@ -141,7 +93,7 @@ class Session(QueryStarting):
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
-             activate: bool = True, server_home: Path | None = None) -> Session:
+             activate: bool = True, server_home: Path | None = None, here: ServerHere | None = None) -> Session:
         """Open (or, with target.session_id, rejoin) a session. `activate`: make it the session pyspark's
         own helpers use (DDL parsing); off for sessions only looked into."""
         version = probe(target, timeout=timeout)
@@ -153,7 +105,7 @@ class Session(QueryStarting):
             release_process_settings()
             raise
         spark.client.set_retry_policies(retry_policies())
-        session = cls(spark, target.with_session(session_id(spark)), version, keepalive, server_home)
+        session = cls(spark, target.with_session(session_id(spark)), version, keepalive, server_home, here)
         try:
             if target.session_id and not session._known_to_server():
                 session.close(stop_queries=True)  # the server made a new, empty session: release it
@@ -170,8 +122,8 @@ class Session(QueryStarting):
             session._held = activate
             if activate:
                 make_active(spark)
-            if target.source == "local" or target.token_source == "state":  # the embedded server
-                session._stop_explaining = explain_unreachable(LocalServer(server_home).out_of_memory_exit)
+            if here is not None and (target.source == "local" or target.token_source == "state"):  # embedded
+                session._stop_explaining = explain_unreachable(here.out_of_memory_exit)
         except BaseException:
             session._stop_keepalive.set()
             if not session._closed:  # never handed out: what it holds of the process goes back
@@ -181,7 +133,8 @@ class Session(QueryStarting):
         return session
 
     @classmethod
-    def reattach(cls, target: Target, *, timeout: float = 5.0, server_home: Path | None = None) -> Session:
+    def reattach(cls, target: Target, *, timeout: float = 5.0, server_home: Path | None = None,
+                 here: ServerHere | None = None) -> Session:
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
         server = target.with_session(None)
@@ -194,7 +147,7 @@ class Session(QueryStarting):
                 continue
             try:
                 session = cls.open(server.with_session(known), timeout=timeout, activate=False,
-                                   server_home=server_home)
+                                   server_home=server_home, here=here)
             except ConnectionFailed as exc:
                 if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
                     raise
@@ -243,7 +196,7 @@ class Session(QueryStarting):
             return
         try:
             other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False,
-                                 server_home=self.server_home)
+                                 server_home=self.server_home, here=self.here)
         except ConnectionFailed as exc:
             if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
                 raise
@@ -256,23 +209,16 @@ class Session(QueryStarting):
 
     def spark_ui(self) -> str | None:
         """Where the Spark UI is and who can read it, for the embedded server (None for another one)."""
-        if not self.target.on_this_machine:
+        if self.here is None or not self.target.on_this_machine or self.target.port is None:
             return None
-        info = LocalServer(self.server_home).running()
-        if info is None or info.port != self.target.port:
-            return None
-        return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
+        return self.here.ui(self.target.port)
 
     def busy_tasks(self, window: float = 1.0) -> list[float] | None:
         """The cores each computing task of the embedded server uses now, sampled over `window` seconds (tasks of
         every session, streams' too); None for another server, whose threads this machine cannot see."""
-        if not self.target.on_this_machine:
+        if self.here is None or not self.target.on_this_machine or self.target.port is None:
             return None
-        server = LocalServer(self.server_home)
-        info = server.running()
-        if info is None or info.port != self.target.port:
-            return None
-        return server.busy_tasks(window)
+        return self.here.busy_tasks(self.target.port, window)
 
     def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the embedded server was stopped and started again under this session (its state
@@ -281,8 +227,8 @@ class Session(QueryStarting):
         no token, and this session and its queries are gone from the new server."""
         if not isinstance(error, (AuthenticationFailed, ServerUnreachable)) or self.target.token_source != "state":
             return error
-        info = LocalServer(self.server_home).running()
-        if info is None or info.port != self.target.port or info.token == self.target.token:
+        if self.here is None or self.target.port is None or not self.here.restarted_under(self.target.port,
+                                                                                          self.target.token):
             return error
         return ConnectionFailed("The local server was restarted (it has a new token), so this session and its "
                                 "queries are gone from it", "Open a new session with sparkscope.connect()",

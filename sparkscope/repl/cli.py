@@ -73,7 +73,7 @@ def _opener(args, on_server_wait=None):
     """The function that opens the REPL's session; `on_server_wait(elapsed, stage)` hears how the start of
     the embedded server goes, when it has to be started."""
     from ..client.errors import ConnectionFailed
-    from ..client.session import Session, resolve_target
+    from ..server.connecting import open_session as open_here, reattach, resolve_target
     from .diagnostics import quiet_pyspark_loggers
 
     opened = []
@@ -85,15 +85,15 @@ def _opener(args, on_server_wait=None):
         quiet_pyspark_loggers()
         try:
             if getattr(args, "reattach", False) and not args.session_id:
-                session = Session.reattach(target)
+                session = reattach(target)
             else:
-                session = Session.open(target)
+                session = open_here(target)
         except ConnectionFailed as exc:
             # :connect again after the server restarted: the session named at start is gone from it, so
             # a new one (else the hint, "run :connect", would name the command that just failed)
             if not opened or exc.code not in ("session_unknown", "nothing_to_reattach"):
                 raise
-            session = Session.open(target.with_session(None))
+            session = open_here(target.with_session(None))
         opened.append(session.session_id)
         return session
 

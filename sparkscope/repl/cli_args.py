@@ -169,7 +169,7 @@ def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _workers(text: str) -> int:
-    from ..client.server_sizing import check_workers
+    from ..server.sizing import check_workers
 
     try:
         return check_workers(text)
@@ -178,7 +178,7 @@ def _workers(text: str) -> int:
 
 
 def _port(text: str) -> int:
-    from ..client.server_sizing import check_port
+    from ..server.sizing import check_port
 
     try:
         return check_port(text)

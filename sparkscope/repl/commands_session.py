@@ -61,7 +61,8 @@ def conf(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     from ..client.probe import try_probe
     from ..client.remote import validate_session_id
-    from ..client.session import Session, resolve_target
+    from ..client.session import Session
+    from ..server.connecting import open_session as open_here, reattach as rejoin, resolve_target
 
     url, session_id = (args[0] if args else None), opts.text("session-id")
     if session_id is not None:
@@ -74,8 +75,8 @@ def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
         def reattach() -> Session:
             if url is None and current is not None:
-                return Session.reattach(current.target)
-            return Session.reattach(resolve_target(url))
+                return rejoin(current.target)
+            return rejoin(resolve_target(url))
 
         opener = reattach
     elif url is None and session_id is None:
@@ -90,8 +91,8 @@ def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     else:
         def open_session() -> Session:
             if url is None and current is not None:  # another session on the same server
-                return Session.open(current.target.with_session(session_id))
-            return Session.open(resolve_target(url, session_id=session_id))
+                return open_here(current.target.with_session(session_id))
+            return open_here(resolve_target(url, session_id=session_id))
 
         opener = open_session
     if opener is None:

@@ -62,7 +62,7 @@ def _embedded_server_note(session: Any) -> str | None:
     """Say what stays behind: the embedded server keeps running (so queries can), and its memory."""
     if session.target.source != "local" and session.target.token_source != "state":
         return None  # not this state dir's embedded server
-    from ..client.server import LocalServer
+    from ..server.local import LocalServer
     from .render import size
 
     info = LocalServer().running()

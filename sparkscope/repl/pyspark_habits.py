@@ -320,7 +320,7 @@ def replace_stopped_session(executor: CommandContext) -> None:
     server, so that spark, ss and every command work again."""
     from ..client.deadline import within
     from ..client.errors import SparkscopeError
-    from ..client.session import Session
+    from ..server.connecting import open_session
     from .leaving import LEAVE_DEADLINE
     from .render import error_line
 
@@ -340,7 +340,7 @@ def replace_stopped_session(executor: CommandContext) -> None:
             with swallowed(f"stopping {query.name}"):
                 query.stop()
     try:
-        new, _, left = executor.switch_session(lambda: Session.open(old.target.with_session(None)))
+        new, _, left = executor.switch_session(lambda: open_session(old.target.with_session(None), server_home=old.server_home))
     except SparkscopeError as exc:
         executor.err.write(error_line(exc) + "\n")
         return

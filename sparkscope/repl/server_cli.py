@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from ..client.errors import ConfigError, ServerError, SparkscopeError
-from ..client.server import UI_READERS, LocalServer
-from ..client.server_info import ServerInfo
+from ..server.local import UI_READERS, LocalServer
+from ..server.info import ServerInfo
 from .render import busy_tasks, show, uptime
 from .results import Block, Message, Result
 
@@ -18,7 +18,7 @@ NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparksc
 
 def server_main(args: argparse.Namespace) -> int:
     if args.action == "check-java":
-        from ..client.spark_install import java_version
+        from ..server.spark_install import java_version
 
         return _emit(args, Message(f"Java {java_version()} found"))
     server = LocalServer()
@@ -38,7 +38,7 @@ def _emit(args: argparse.Namespace, result: Result, code: int = 0) -> int:
 def with_kafka_connector(conf: dict[str, str]) -> dict[str, str]:
     """`conf` with Spark's Kafka connector for this pyspark's Spark and Scala versions in spark.jars.packages."""
     from ..client.kafka.connector import connector_package
-    from ..client.spark_install import spark_build
+    from ..server.spark_install import spark_build
 
     package = connector_package(*spark_build())
     given = [p for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
@@ -103,10 +103,10 @@ def _start(args: argparse.Namespace, server: LocalServer) -> int:
 def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
     """Restart the catalogued queries that were running on this server when it stopped or died, in a
     session left open on the server (they keep running after this command ends)."""
-    from ..client.session import Session
+    from ..server.connecting import open_session
     from .terminal import command_name
 
-    session = Session.open(info.target(None), keepalive=0)
+    session = open_session(info.target(None), keepalive=0)
     try:
         results = session.restart_lost()
     finally:
@@ -127,11 +127,11 @@ def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
 def _check(args: argparse.Namespace) -> int:
     """Like `databricks-connect test`: what the server can run for this client; 0 only when everything works."""
     from ..client.errors import ConnectionFailed
-    from ..client.session import Session, resolve_target
+    from ..server.connecting import open_session, resolve_target
     from .commands_session import capability_table
 
     try:
-        session = Session.open(resolve_target(getattr(args, "remote", None), profile=args.profile,
+        session = open_session(resolve_target(getattr(args, "remote", None), profile=args.profile,
                                               start_server=False), keepalive=0, activate=False)
     except ConnectionFailed as exc:
         return _fail(args, exc, 2)
@@ -165,7 +165,7 @@ def _stop(args: argparse.Namespace, server: LocalServer) -> int:
 
 
 def _status(args: argparse.Namespace, server: LocalServer) -> int:
-    from ..client.server_sizing import local_master
+    from ..server.sizing import local_master
 
     info = server.status()
     if info is None:

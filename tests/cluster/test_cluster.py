@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import sparkscope
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 from tests.other_user import gets_as_nobody, listening_ports, needs_root
 from tests.integration.test_seeds import (  # noqa: F401 - collected here, run against the cluster

@@ -10,8 +10,8 @@ import signal
 import pexpect
 import pytest
 
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.e2e.conftest import Repl, spawn
 from tests.helpers import run_sparkscope, wait_for
 

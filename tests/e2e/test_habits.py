@@ -75,7 +75,7 @@ def test_a_cold_start_draws_the_prompt_at_once_and_notices_above_it(tmp_path, te
     """The very first start: the server must be started and 15002 is taken. The prompt shows without a key
     (once a notice printed onto its line hid it until a key redrew it), the notice on a line of its own
     above it; on xterm the toolbar says how the start goes."""
-    from sparkscope.client.server import LocalServer
+    from sparkscope.server.local import LocalServer
 
     with port_15002_taken():
         child = spawn(env={"PROMPT_TOOLKIT_NO_CPR": "0", "XDG_STATE_HOME": str(tmp_path), "TERM": term})

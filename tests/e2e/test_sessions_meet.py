@@ -36,8 +36,8 @@ def session_id(shell: Repl) -> str:
     return re.search(r"session id\s+\|\s+(\S+)", shell.run(":session")).group(1)
 
 
-def kept_rows(shell: Repl) -> int:
-    match = re.search(r"\((\d+) rows?", shell.run(f":peek {NAME} 5"))
+def kept_rows(shell: Repl, name: str = NAME) -> int:
+    match = re.search(r"\((\d+) rows?", shell.run(f":peek {name} 5"))
     return int(match.group(1)) if match else 0
 
 
@@ -45,6 +45,13 @@ def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_u
     a, b = open_repl(remote_url), open_repl(remote_url)
     try:
         a_session, b_pid = session_id(a), b.child.pid
+        # bounded sinks started at the same moment from two REPLs: each Python worker connects back, both run
+        a.child.send(":start meet_a ss.source.rate(5)\r")
+        b.child.send(":start meet_b ss.source.rate(5)\r")
+        assert "Started meet_a" in a.prompt(120) and "Started meet_b" in b.prompt(120)
+        for shell, name in ((a, "meet_a"), (b, "meet_b")):
+            wait_for(lambda s=shell, n=name: kept_rows(s, n) > 0, 90, every=0.5, what=f"{name}'s first rows")
+            assert shell.run(f":stop {name}").strip() == f"Stopped {name}"
         assert f"Started {NAME}" in a.run(f":start {NAME} ss.source.rate(5)")
         wait_for(lambda: kept_rows(a) > 0, 90, every=0.5, what="its first rows")
         assert a.run(f":stop {NAME}").strip() == f"Stopped {NAME}"

@@ -8,7 +8,7 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import ConfigError
-from sparkscope.client.session import resolve_target
+from sparkscope.server.connecting import resolve_target
 
 
 def _sql_one(ss) -> int:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import sparkscope
-from sparkscope.client.processes import free_port, wait_until_free
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port, wait_until_free
+from sparkscope.server.local import LocalServer
 from sparkscope.client.session import Session
 from sparkscope.repl.executor import Executor
 from tests.helpers import run_sparkscope, wait_for
@@ -81,6 +81,7 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
     watcher.set_session(ss)
     watcher.live()
     query = start_query(ss, events, out)
+    extras = [ss.start(ss.source.rate(5), f"extra_{i}").name for i in range(3)]  # bounded sinks, restored at once
     expected = {}
     for cycle in range(CYCLES):
         hour, count = 10 + cycle, 2 + cycle
@@ -96,9 +97,15 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
         if cycle % 3 == 0:  # the server and its queries back in one command
             restored = run_sparkscope("server", "start", "--port", str(port), "--restore")
             assert restored.returncode == 0, restored.stderr
-            assert "Restored durable from their checkpoints in session " in restored.stdout
+            running = ", ".join(["durable", *extras]) if cycle == 0 else "durable"
+            assert f"Restored {running} from their checkpoints in session " in restored.stdout, restored.stdout
             ss = Session.reattach(sparkscope.client.remote.local_target(port, token=local.running().token))
             query = ss.query("durable")
+            for name in extras if cycle == 0 else []:  # each of the bounded sinks started together runs
+                extra = ss.query(name)
+                wait_for(lambda q=extra: q.progress is not None and q.progress.input_rows > 0, timeout=120,
+                         what=f"{name}'s rows after the restore")
+                extra.stop()
         else:
             started = run_sparkscope("server", "start", "--port", str(port))
             assert started.returncode == 0, started.stderr

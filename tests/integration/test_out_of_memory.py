@@ -7,8 +7,8 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import ServerOutOfMemory
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 
 # One group holding every id: its list outgrows a 512 MiB heap (Spark's smallest driver) at once.

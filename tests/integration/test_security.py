@@ -23,8 +23,8 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope
 from tests.netproxy import Proxy
 

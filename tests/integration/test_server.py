@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 
 
@@ -33,7 +33,7 @@ def test_status_shows_pid_port_url_uptime_version_and_log(server):
     assert lines["url"] == f"sc://localhost:{server.port}"
     assert lines["spark"] == "4.3.0"
     assert lines["log"].endswith("sparkscope/server.log")
-    from sparkscope.client.server_sizing import default_driver_memory
+    from sparkscope.server.sizing import default_driver_memory
 
     assert re.fullmatch(rf"driver heap {default_driver_memory()}, resident \d+\.\d GiB "
                         r"\(sparkscope server start --driver-memory SIZE\)", lines["memory"]), lines["memory"]
@@ -279,8 +279,8 @@ def test_the_class_archive_is_recorded_off_the_first_start_mapped_next_and_repla
     first start records nothing (recording made it 3 s slower): a server of its own records them in the
     background. A broken archive (the JVM dies of SIGBUS mapping a truncated one) must not keep the server
     from starting: it is removed, and a new one is recorded."""
-    from sparkscope.client.class_cache import ClassCache
-    from sparkscope.client.spark_install import java_path, pyspark_home
+    from sparkscope.server.class_cache import ClassCache
+    from sparkscope.server.spark_install import java_path, pyspark_home
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", str(cache))

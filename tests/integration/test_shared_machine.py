@@ -18,8 +18,8 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import ServerError
-from sparkscope.client.processes import free_port
-from sparkscope.client.server import LocalServer
+from sparkscope.server.processes import free_port
+from sparkscope.server.local import LocalServer
 from tests.e2e.conftest import Repl, spawn
 from tests.helpers import run_sparkscope, wait_for
 from tests.other_user import gets_as_nobody, listening_ports, needs_root

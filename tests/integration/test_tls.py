@@ -19,7 +19,7 @@ import trustme
 import sparkscope
 from sparkscope.client.errors import ConnectionFailed
 from sparkscope.client.probe import port_open
-from sparkscope.client.processes import free_port
+from sparkscope.server.processes import free_port
 from tests.helpers import run_sparkscope, wait_for
 from tests.netproxy import TlsProxy
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkscope.client.class_cache import ClassCache, archive_key, quote_option
+from sparkscope.server.class_cache import ClassCache, archive_key, quote_option
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
-"""The layering rules, read from the source: repl uses client, client uses pyspark, and only the
-adapter (client/_pyspark/) reaches into pyspark's private names."""
+"""The layering rules, read from the source of every module, in every subfolder: repl uses server and client,
+server uses client, client uses pyspark and starts or signals no process; only the adapter
+(client/_pyspark/) reaches into pyspark's private names; no folder holds more than 15 modules."""
 
 from __future__ import annotations
 
@@ -11,7 +12,37 @@ ADAPTER = PACKAGE / "client" / "_pyspark"
 
 
 def _modules(folder: str) -> list[Path]:
-    return sorted((PACKAGE / folder).glob("*.py"))
+    return sorted((PACKAGE / folder).rglob("*.py"))
+
+
+# which of sparkscope's packages each may import (the top-level sparkscope/__init__ ties them together)
+MAY_IMPORT = {"client": set(), "server": {"client"}, "repl": {"client", "server"}}
+
+
+def _imported_packages(path: Path) -> set[tuple[int, str]]:
+    """(line, package of sparkscope) for each import of one of sparkscope's packages in `path`."""
+    package_parts = path.relative_to(PACKAGE).parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(package_parts[:len(package_parts) - (node.level - 1)])
+                target = [*base, *(node.module or "").split(".")] if node.module else base
+                if not node.module:  # from .. import x: x may be a package
+                    target = [*base, node.names[0].name]
+            else:
+                parts = (node.module or "").split(".")
+                if parts[0] != "sparkscope":
+                    continue
+                target = parts[1:]
+            if target and target[0]:
+                found.add((node.lineno, target[0]))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "sparkscope" and len(parts) > 1:
+                    found.add((node.lineno, parts[1]))
+    return found
 
 
 def _private_accesses(path: Path) -> list[tuple[int, str, str]]:
@@ -63,17 +94,41 @@ def test_only_the_adapter_touches_pyspark_private_names():
 
 
 def test_the_repl_touches_no_private_name_of_another_object():
-    offenders = [f"repl/{path.name}:{line} {owner}.{attr}"
+    offenders = [f"{path.relative_to(PACKAGE)}:{line} {owner}.{attr}"
                  for path in _modules("repl") for line, owner, attr in _private_accesses(path)]
     assert offenders == [], "give the client (or the executor) a public method instead:\n" + "\n".join(offenders)
 
 
-def test_client_never_imports_repl():
+def test_each_package_imports_only_the_ones_below_it():
+    offenders = []
+    for package, allowed in MAY_IMPORT.items():
+        for path in _modules(package):
+            for line, imported in _imported_packages(path):
+                if imported in MAY_IMPORT and imported != package and imported not in allowed:
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{line} imports {imported}")
+    assert offenders == [], "repl → server → client, never back:\n" + "\n".join(offenders)
+
+
+def test_the_sdk_starts_and_signals_no_process():
+    """Starting and stopping JVMs is sparkscope.server's; the SDK only talks to a server."""
+    offenders = []
     for path in _modules("client"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                module = ("." * node.level) + (node.module or "")
-                assert "repl" not in module, f"client/{path.name}:{node.lineno} imports {module}"
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(PACKAGE)}:{node.lineno} imports {name}" for name in names
+                          if name.split(".")[0] in ("subprocess", "signal", "multiprocessing")]
+            if isinstance(node, ast.Attribute) and ast.unparse(node) in ("os.kill", "os.killpg", "os.fork", "os.spawnv",
+                                                                         "os.system", "os.execv", "os.popen"):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}")
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_no_folder_holds_more_than_15_modules():
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    crowded = {str(folder.relative_to(PACKAGE.parent)): count for folder in folders
+               if (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > 15}
+    assert crowded == {}, crowded
 
 
 def test_the_sdk_quotes_no_repl_command():
@@ -94,5 +149,5 @@ def test_the_sdk_quotes_no_repl_command():
         for node in ast.walk(tree):
             if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                     and colon_command.search(node.value)):
-                offenders.append(f"client/{path.name}:{node.lineno} {node.value!r}")
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert offenders == []

@@ -364,14 +364,14 @@ def test_spark_durations_as_the_session_timeout_is_written(text, seconds):
 
 @pytest.mark.parametrize("ram_gib, heap", [(2, "1g"), (8, "2g"), (24, "6g"), (64, "8g"), (6, "1536m")])
 def test_the_embedded_servers_heap_is_a_quarter_of_the_ram_within_bounds(ram_gib, heap):
-    from sparkscope.client.server_sizing import default_driver_memory
+    from sparkscope.server.sizing import default_driver_memory
 
     assert default_driver_memory(ram_gib * 2**30) == heap
 
 
 def test_a_bad_driver_memory_is_one_line():
     from sparkscope.client.errors import ServerError
-    from sparkscope.client.server_sizing import check_memory
+    from sparkscope.server.sizing import check_memory
 
     assert check_memory("4G") == "4g"
     with pytest.raises(ServerError) as err:
@@ -455,7 +455,7 @@ def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it
 
 
 def test_the_start_up_stage_comes_from_the_server_log():
-    from sparkscope.client.server_log import startup_stage
+    from sparkscope.server.log_file import startup_stage
 
     assert startup_stage([]) == "starting Java"
     begun = ["26/11/22 18:33:00 INFO SparkConnectServer: Starting Spark session."]
@@ -470,7 +470,7 @@ def test_a_free_server_port_is_outside_the_ephemeral_range_and_free():
     import socket
     from pathlib import Path
 
-    from sparkscope.client.processes import free_port
+    from sparkscope.server.processes import free_port
 
     ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     for _ in range(20):
@@ -569,7 +569,7 @@ def test_output_into_a_pipe_closed_early_ends_quietly():
 def test_wait_until_free_says_whether_a_port_was_let_go():
     import socket
 
-    from sparkscope.client.processes import wait_until_free
+    from sparkscope.server.processes import wait_until_free
 
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))

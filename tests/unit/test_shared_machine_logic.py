@@ -13,7 +13,7 @@ from sparkscope.client import ui_guard
 from sparkscope.client.errors import ConfigError
 from sparkscope.client.planning import check_name, sort_order
 from sparkscope.client.remote import parse_url
-from sparkscope.client.server_sizing import local_master
+from sparkscope.server.sizing import local_master
 
 
 def _unb64(text: str) -> bytes:

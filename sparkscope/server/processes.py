@@ -11,8 +11,8 @@ import socket
 import time
 from pathlib import Path
 
-from .errors import ServerError
-from .probe import port_open
+from ..client.errors import ServerError
+from ..client.probe import port_open
 
 START_TIME_SLACK = 10.0  # seconds between our clock reading and the kernel's record of the process start
 

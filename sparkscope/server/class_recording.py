@@ -3,7 +3,7 @@ first answers: started in the background at the lowest CPU priority once the use
 state dir of its own beside the archive, it answers one query so that those classes are recorded too, then
 stops cleanly, and its recording becomes the archive.
 
-    python -m sparkscope.client.class_recording FOLDER [PID]   (class_cache.record_later runs it)
+    python -m sparkscope.server.class_recording FOLDER [PID]   (class_cache.record_later runs it)
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from .class_cache import RECORDER_LOCK
-from .logs import swallowed
-from .paths import private_dir
+from ..client.logs import swallowed
+from ..client.paths import private_dir
 from .processes import cpu_seconds, free_port
-from .server import LocalServer
+from .local import LocalServer
 
 IDLE_SHARE = 0.1  # the user's server counts as idle below a tenth of a core
 IDLE_WINDOW = 2.0  # over this many seconds
@@ -53,7 +53,7 @@ def record(folder: Path, after: int | None = None) -> None:
             with swallowed("running the recording server's query"):  # the start's classes are the most
                 from pyspark.sql import SparkSession
 
-                from .session import warm_up_query
+                from ..client.session import warm_up_query
 
                 spark = SparkSession.builder.remote(f"sc://localhost:{info.port}/;token={info.token}").create()
                 warm_up_query(spark)

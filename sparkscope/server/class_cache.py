@@ -27,8 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
-from .logs import log
-from .paths import private_dir
+from ..client.logs import log
+from ..client.paths import private_dir
 
 FOLDER = "class-cache"
 CACHE_ENV = "SPARKSCOPE_CLASS_CACHE"
@@ -113,7 +113,7 @@ class ClassCache:
         except OSError:
             return None  # one is recording now
         env = {**os.environ, CACHE_ENV: str(self.folder), RECORD_ENV: "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "sparkscope.client.class_recording", str(self.folder), str(after)],
+        proc = subprocess.Popen([sys.executable, "-m", "sparkscope.server.class_recording", str(self.folder), str(after)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
         os.write(fd, str(proc.pid).encode())

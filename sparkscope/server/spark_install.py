@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import ServerError
+from ..client.errors import ServerError
 
 MIN_JAVA = 17
 

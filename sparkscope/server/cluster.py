@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import ui_guard
-from .errors import ServerError
-from .logs import swallowed
-from .paths import private_dir, write_private
+from ..client.errors import ServerError
+from ..client.logs import swallowed
+from ..client.paths import private_dir, write_private
 from .processes import child_exited, is_ours, kill, usable_port
-from .server_sizing import check_workers
+from .sizing import check_workers
 from .spark_install import pyspark_home
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from .errors import ServerError
+from ..client.errors import ServerError
 
 SLOTS_PER_CORE = 4
 

@@ -20,17 +20,17 @@ from pathlib import Path
 from . import log_writer
 from .class_cache import ClassCache
 from .cluster import Cluster, start_cluster
-from .errors import AuthenticationFailed, ServerError, ServerOutOfMemory
-from .logs import log as logger
-from .paths import private_dir, state_dir, write_private
-from .probe import port_open, probe, try_probe
+from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory
+from ..client.logs import log as logger
+from ..client.paths import private_dir, state_dir, write_private
+from ..client.probe import port_open, probe, try_probe
 from .processes import busy_threads, kill, next_free_port, wait_until_free
-from .remote import TOKEN_ENV
-from .secrets import remember_secret
-from .server_info import ServerInfo, holds_port, is_our_server
-from .server_log import ServerLog, startup_stage
-from .server_command import TOKEN_CONF, free_port, spark_submit, submit_environment, ui_settings
-from .server_sizing import check_memory, default_driver_memory
+from ..client.remote import TOKEN_ENV
+from ..client.secrets import remember_secret
+from .info import ServerInfo, holds_port, is_our_server
+from .log_file import ServerLog, startup_stage
+from .command import TOKEN_CONF, free_port, spark_submit, submit_environment, ui_settings
+from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
 
 STATE_FILE = "server.json"
@@ -122,15 +122,21 @@ class LocalServer:
             return None
         return info
 
+    def alive(self) -> ServerInfo | None:
+        """The server we started, if its process is alive: running() without its cleaning up after a dead one
+        (for explaining an error, which must never stop or delete anything)."""
+        info = self._read_state()
+        return info if info is not None and is_our_server(info) else None
+
     def out_of_memory_exit(self) -> ServerOutOfMemory | None:
         """When the server is gone and its log (since its last start) ends in the JVM's exit on an
         OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
-        return None if self.running() is not None else self.log.out_of_memory_exit()
+        return None if self.alive() is not None else self.log.out_of_memory_exit()
 
     def busy_tasks(self, window: float = 1.0) -> list[float] | None:
         """The cores each computing Spark task of this server uses now (sampled over `window` seconds); None
         when it is not running or runs its tasks on a cluster's executors (the task reaper ends theirs)."""
-        info = self.running()
+        info = self.alive()
         if info is None or info.cluster is not None:
             return None
         return busy_threads(info.pid, window=window)

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 from .class_cache import quote_option
-from .errors import ServerError
-from .logs import log as logger
-from .paths import server_config_dir
+from ..client.errors import ServerError
+from ..client.logs import log as logger
+from ..client.paths import server_config_dir
 from .processes import next_free_port, usable
-from .remote import DEFAULT_PORT, TOKEN_ENV
-from .server_info import SERVER_CLASS
-from .server_sizing import check_port, local_master
+from ..client.remote import DEFAULT_PORT, TOKEN_ENV
+from .info import SERVER_CLASS
+from .sizing import check_port, local_master
 from .spark_install import connect_jar, pyspark_home, spark_home
 
 TOKEN_CONF = "spark.connect.authenticate.token"

@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import ServerError, ServerOutOfMemory
-from .secrets import redact, remember_secret
+from ..client.errors import ServerError, ServerOutOfMemory
+from ..client.secrets import redact, remember_secret
 
 START_MARKER = "== sparkscope started the server at"  # written to the log before each start
 _OOM_EXIT = re.compile(r"Terminating due to java\.lang\.OutOfMemoryError: ([^\n]+)")

@@ -36,14 +36,14 @@ def dashboard_for(monitor):
     from prompt_toolkit.input import DummyInput
     from prompt_toolkit.output import DummyOutput
 
-    from sparkscope.repl.dashboard import Dashboard
+    from sparkscope.repl.output.dashboard import Dashboard
 
     return Dashboard(monitor, None, lambda name: "", output=DummyOutput(), input=DummyInput())
 
 
 def latency(ss) -> None:
-    from sparkscope.client.monitor import Monitor
-    from sparkscope.client.progress import Progress
+    from sparkscope.client.monitoring.monitor import Monitor
+    from sparkscope.client.monitoring.progress import Progress
 
     pushed, polled, plain = {}, {}, {}
     listener = ss.monitor
@@ -87,7 +87,7 @@ def latency(ss) -> None:
 
 
 def rpcs(ss) -> None:
-    from sparkscope.client.monitor import Monitor
+    from sparkscope.client.monitoring.monitor import Monitor
 
     counter = RpcCounter(ss.spark)
     queries = [ss.start(ss.source.rate(1), f"rpc{i}", trigger="2 seconds") for i in range(20)]
@@ -206,8 +206,8 @@ def cpu(url: str) -> None:
 def memory(ss) -> None:
     from pyspark.sql.streaming.listener import QueryProgressEvent
 
-    from sparkscope.client.monitor import Monitor
-    from sparkscope.client.progress import Progress
+    from sparkscope.client.monitoring.monitor import Monitor
+    from sparkscope.client.monitoring.progress import Progress
 
     query = ss.start(ss.source.rate(10).groupBy("value").count(), "mem", trigger="500 milliseconds")
     while query.progress is None or query.progress.batch_id < 2:

@@ -32,7 +32,7 @@ def until(predicate, timeout: float = 120.0) -> float:
 def one_round(port: int, token: str, name: str) -> tuple[float, float, float]:
     """(detect, recover, dropped) seconds for one query through a fresh proxy and session."""
     import sparkscope
-    from sparkscope.client.monitor import Monitor
+    from sparkscope.client.monitoring.monitor import Monitor
     from tests.netproxy import Proxy
 
     with Proxy(port) as proxy:
@@ -62,7 +62,7 @@ def main() -> None:
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from sparkscope.client.monitor import SILENT_AFTER
+    from sparkscope.client.monitoring.monitor import SILENT_AFTER
 
     with private_server() as url:
         port = int(url.rsplit(":", 1)[1])

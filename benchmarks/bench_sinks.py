@@ -2,7 +2,7 @@
 
 A rate stream of RATE rows/s runs into each candidate until it has written TARGET rows:
 - bounded: sparkscope's default sink (a foreachBatch function keeping the newest 10,000 rows in the
-  server's Python worker and a global temporary view; client/bounded_sink.py)
+  server's Python worker and a global temporary view; client/queries/bounded_sink.py)
 - memory: Spark's memory sink (sink="memory"; what plain pyspark's writeStream.format("memory") does)
 - parquet: a parquet file sink in a temporary folder, read back as ss.peek reads any file sink
 

@@ -2,7 +2,7 @@
 SparkSession.builder.remote("local[*]") (start, then spark.range(1).collect()).
 
 Cold start: LocalServer.start in an empty state dir until the server answers, with the class archive
-(client/class_cache.py) that the first server of this Java and pyspark recorded; the first start ever
+(server/class_cache.py) that the first server of this Java and pyspark recorded; the first start ever
 (which records it, and whose stop writes it) is measured too. First result: the whole
 `sparkscope -c "spark.range(3).count()"` command in an empty home (Python start-up, the server's cold
 start, the session and the query) until it exits with the answer. Each figure is the median of RUNS
@@ -60,7 +60,7 @@ def first_result(class_cache: str) -> float:
 
 
 def free_port() -> int:
-    from sparkscope.server.processes import free_port as pick
+    from sparkscope.server.ports import free_port as pick
 
     return pick()
 

@@ -26,8 +26,8 @@ def private_server() -> Iterator[str]:
 @contextlib.contextmanager
 def private_server_info(conf: dict[str, str] | None = None) -> Iterator:
     """private_server, yielding its ServerInfo (pid, port, log)."""
-    from sparkscope.client.remote import TOKEN_ENV
-    from sparkscope.server.processes import free_port
+    from sparkscope.client.connection.remote import TOKEN_ENV
+    from sparkscope.server.ports import free_port
     from sparkscope.server.local import LocalServer
 
     with tempfile.TemporaryDirectory() as home:

@@ -17,7 +17,7 @@ from .client import __all__ as _ERRORS
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client.query import Query
+    from .client.queries.query import Query
     from .client.session import Session
     from .server.connecting import connect
 

@@ -32,7 +32,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 # descriptors before exec (grpc/grpc#43055): the REPL never started ("Epoll1Poller encountered
 # epoll_wait error: Bad file descriptor", then EOF), once in four runs of the suite.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-# The servers the tests start neither record nor map a class archive (client/class_cache.py): a recording
+# The servers the tests start neither record nor map a class archive (server/class_cache.py): a recording
 # server's stop writes 130 MB at full CPU, which the tests beside it would feel. test_server.py's class
 # archive test turns it on for its own servers.
 os.environ.setdefault("SPARKSCOPE_CLASS_CACHE", "off")
@@ -55,7 +55,7 @@ def sandbox() -> Path:
 def server(sandbox):
     """The embedded server, as `sparkscope server start` starts it, on a free port; stopped by pid."""
     from sparkscope.client.paths import state_dir
-    from sparkscope.server.processes import free_port
+    from sparkscope.server.ports import free_port
     from sparkscope.server.local import LocalServer
 
     local = LocalServer(state_dir())

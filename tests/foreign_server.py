@@ -55,9 +55,9 @@ def venv_of(name: str) -> Path:
 
 def start(name: str, workdir: Path, conf: dict[str, str] | None = None) -> ForeignServer:
     """Start the server of venv `name` on a free port; return once it answers (or raise with its log's tail)."""
-    from sparkscope.client.probe import try_probe
-    from sparkscope.server.processes import free_port
-    from sparkscope.client.remote import local_target
+    from sparkscope.client.connection.probe import try_probe
+    from sparkscope.server.ports import free_port
+    from sparkscope.client.connection.remote import local_target
 
     venv = venv_of(name)
     python = venv / "bin" / "python"

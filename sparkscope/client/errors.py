@@ -89,7 +89,7 @@ class DeadlineExceeded(ConnectionFailed):
 
 
 class CatalogError(SparkscopeError):
-    """The query catalog (client/catalog.py) could not be read or written."""
+    """The query catalog (client/catalog/records.py) could not be read or written."""
 
 
 class ServerError(SparkscopeError):
@@ -174,6 +174,9 @@ def _strip_sqlstate(text: str) -> str:
     return text.rstrip(";. ")
 
 
+# Spark's conditions for what a query or stream cannot do, as opposed to a wrong name or type
+UNSUPPORTED_CONDITIONS = ("STREAMING_", "UNSUPPORTED_", "INVALID_", "NON_TIME_WINDOW_NOT_SUPPORTED",
+                          "CALL_ON_STREAMING_DATASET_UNSUPPORTED", "WRITE_STREAM_NOT_ALLOWED")
 _NAME_TAKEN = r"Cannot start query with name (\S+) as a query with that name is already active"
 _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
     "TABLE_OR_VIEW_NOT_FOUND": ("table_not_found", "Check the name with spark.sql('SHOW TABLES'), or start the "
@@ -185,18 +188,47 @@ _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
 
 
 _OOM = r"OutOfMemoryError(?::\s*([^\n\"]+))?"
-_GRPC_STATUS = r"(?s)status = StatusCode\.([A-Z_]+)\s+details = \"([^\"]*)\""
+_GRPC_DETAILS = r"(?s)details = \"([^\"]*)\""  # a raw RpcError's text, when it has no details() to ask
 OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
             "without sink='memory' (the default sink keeps the newest rows), or give the server more memory: "
             "sparkscope server start --driver-memory 8g")
 
 
-def _grpc_error(text: str) -> SparkscopeError | None:
-    """One line for a raw gRPC failure that pyspark passes on as `<_MultiThreadedRendezvous …>`."""
-    match = re.search(_GRPC_STATUS, text)
-    if not match:
-        return None
-    status, details = match.group(1), match.group(2).strip()
+def _status_code(exc: BaseException) -> str | None:
+    """The gRPC status code's name of a failure: pyspark's getGrpcStatusCode(), or a raw grpc.RpcError's code(),
+    of the exception or of what caused it (pyspark's RETRIES_EXCEEDED carries the last RpcError as its cause)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        getter = getattr(current, "getGrpcStatusCode", None)
+        if not callable(getter) and type(current).__module__.startswith("grpc"):
+            getter = getattr(current, "code", None)
+        if callable(getter):
+            try:
+                name = getattr(getter(), "name", None)
+            except Exception:  # a call object that never got a status
+                name = None
+            if name and name not in ("OK", "UNKNOWN", "INTERNAL"):  # pyspark's default for a server's own error
+                return str(name)
+            if name == "UNKNOWN" and type(current).__module__.startswith("grpc"):
+                return "UNKNOWN"  # a raw call the server failed without a Spark error
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _grpc_details(exc: BaseException, text: str) -> str:
+    details = getattr(exc, "details", None)
+    if callable(details):
+        with contextlib.suppress(Exception):
+            return str(details() or "").strip()
+    match = re.search(_GRPC_DETAILS, text)
+    return match.group(1).strip() if match else ""
+
+
+def _grpc_error(exc: BaseException, status: str | None, text: str) -> SparkscopeError | None:
+    """One line for a failed call that carries only a gRPC status (pyspark passes on a raw RpcError)."""
+    details = _grpc_details(exc, text)
     if status == "RESOURCE_EXHAUSTED":
         return SparkscopeError(f"The server refused the call as too large or out of resources ({details})",
                                "Ask for fewer rows (a smaller limit), or raise the server's "
@@ -254,18 +286,18 @@ def _error_class(exc: BaseException, text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _connection_error(text: str, error_class: str | None, name: str) -> SparkscopeError | None:
-    """The error when the connection itself failed: a token refused, a server out of reach, a session gone."""
+def _connection_error(text: str, error_class: str | None, status: str | None, name: str) -> SparkscopeError | None:
+    """The error when the connection itself failed: a token refused, a server out of reach, a session gone.
+    By the call's gRPC status; by gRPC's words only for a failure that reached us without one."""
     lowered = text.lower()
-    if "UNAUTHENTICATED" in text or "authenticat" in lowered and "token" in lowered:
+    if status == "UNAUTHENTICATED" or status is None and "authenticat" in lowered and "token" in lowered:
         return AuthenticationFailed(
             "The server rejected the connection: authentication failed",
             "Pass the right token with ;token=… in the URL or SPARK_CONNECT_AUTHENTICATE_TOKEN",
             error_class or name,
         )
-    if "StatusCode.UNAVAILABLE" in text or "failed to connect to all addresses" in lowered or (
-        "connection refused" in lowered
-    ):
+    if status == "UNAVAILABLE" or status is None and ("failed to connect to all addresses" in lowered
+                                                      or "connection refused" in lowered):
         cause = unreachable_cause()
         if cause is not None:
             return cause
@@ -274,7 +306,7 @@ def _connection_error(text: str, error_class: str | None, name: str) -> Sparksco
             "Check that it is running (sparkscope server status) and the URL is right",
             error_class or name,
         )
-    if error_class and error_class.startswith("INVALID_HANDLE") or "SESSION_CLOSED" in text:
+    if error_class and error_class.startswith("INVALID_HANDLE"):  # INVALID_HANDLE.SESSION_CLOSED among them
         return ConnectionFailed(
             "The server no longer knows this session (it was closed or timed out)",
             "Connect again without session_id to start a new session",
@@ -327,14 +359,14 @@ def translate(exc: BaseException) -> SparkscopeError:
     name = type(exc).__name__
     text = str(exc) or name
     error_class = _error_class(exc, text)
+    status = _status_code(exc)
     first = _first_line(text)
-    lowered = text.lower()
 
-    oom = re.search(_OOM, text)
+    oom = re.search(_OOM, text)  # the JVM's own words, in whatever error the dying call ended with
     if oom:
         what = (oom.group(1) or "Java heap space").strip().rstrip(".")
         return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
-    connection = _connection_error(text, error_class, name)
+    connection = _connection_error(text, error_class, status, name)
     if connection is not None:
         return connection
     if error_class == "NO_ACTIVE_SESSION":
@@ -343,9 +375,9 @@ def translate(exc: BaseException) -> SparkscopeError:
             "Build it again from the current session (spark / ss); DataFrames do not move between sessions",
             error_class,
         )
-    if "OPERATION_CANCELED" in text or "cancelled" in lowered and "operation" in lowered:
-        return Cancelled("Cancelled", "", error_class or name)
-    raw = _grpc_error(text) if "StatusCode." in text else None
+    if error_class == "OPERATION_CANCELED":
+        return Cancelled("Cancelled", "", error_class)
+    raw = _grpc_error(exc, status, text) if type(exc).__module__.startswith("grpc") or status == "CANCELLED" else None
     if raw is not None:
         return raw
     worker = _python_worker_error(text) if type(exc).__module__.startswith("pyspark") else None
@@ -355,7 +387,7 @@ def translate(exc: BaseException) -> SparkscopeError:
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if worker is not None:
         return worker
-    taken = re.search(_NAME_TAKEN, first)
+    taken = re.search(_NAME_TAKEN, first)  # Spark raises it with no condition
     if taken:  # writeStream…queryName(N).start() while a query named N runs
         return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "
                            "another queryName", error_class or name, code="query_exists",
@@ -363,7 +395,7 @@ def translate(exc: BaseException) -> SparkscopeError:
     if error_class:
         message = _strip_sqlstate(first)
         code, hint = _hint_for(error_class)
-        if error_class.startswith(("STREAMING_", "UNSUPPORTED_", "INVALID_")) or "streaming" in lowered:
+        if error_class.startswith(UNSUPPORTED_CONDITIONS):
             return UnsupportedOperation(message, hint, error_class, code=code)
         return AnalysisError(message, hint, error_class, code=code)
     if name in ("AnalysisException", "ParseException", "IllegalArgumentException"):

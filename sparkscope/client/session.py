@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings,
                        session_builder, session_id)
-from .catalog import ACTIVE, Catalog, Record
+from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
                      SparkscopeError, call, explain_unreachable, session_closed, translate,
                      translated)
-from .probe import probe
-from .query_starting import QueryStarting
-from .remote import Target
+from .connection.probe import probe
+from .queries.starting import QueryStarting
+from .connection.remote import Target
 from .session_base import KEEPALIVE_SECONDS, SESSION_MARKER
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,12 +113,14 @@ class Session(QueryStarting):
                     f"The server has no session {target.session_id} (it was closed, timed out, or the server "
                     "restarted)", "Connect without session_id to open a new session", code="session_unknown",
                     data={"session_id": str(target.session_id)})
-            if target.session_id:  # rejoined: its running queries are this session's (a new one has none)
+            if target.session_id:  # rejoined (it has our marker): its running queries are this session's
                 session._adopt_active()
-            with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
-                call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
-            with swallowed("recording the session in the catalog"):
-                session.catalog.record_session(session.url, session.session_id, held=activate)
+            else:
+                with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
+                    call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+            if activate or not target.session_id:  # a session only looked into is not recorded again
+                with swallowed("recording the session in the catalog"):
+                    session.catalog.record_session(session.url, session.session_id, held=activate)
             session._held = activate
             if activate:
                 make_active(spark)

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._pyspark import make_active, user_id
-from .catalog import Catalog
+from .catalog.records import Catalog
 from .errors import call
-from .query import Query
-from .remote import Target
+from .queries.query import Query
+from .connection.remote import Target
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.session import SparkSession
 
-    from .monitor import Monitor
+    from .monitoring.monitor import Monitor
 
 KEEPALIVE_SECONDS = 300.0
 # Set in every session sparkscope opens: a session id the server does not know comes back without it.
@@ -27,10 +27,10 @@ class SessionBase:
     """What every layer of a Session holds. `spark` is the real pyspark SparkSession."""
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str, server_home: Path | None = None):
-        from .capabilities import KnownServers, ServerFacts
+        from .connection.capabilities import KnownServers, ServerFacts
         from .kafka.connector import KafkaSupport
         from .paths import state_dir
-        from .sources import Sources
+        from .queries.sources import Sources
 
         self.spark = spark
         self.target = target

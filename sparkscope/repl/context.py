@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.session import Session
-    from .live import Live
-    from .registry import Registry
+    from .output.live import Live
+    from .commands.registry import Registry
 
 
 class CommandContext(Protocol):

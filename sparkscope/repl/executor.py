@@ -52,8 +52,8 @@ class Executor(SessionHolder):
         importing pyspark: two threads importing the same modules can meet half-initialised ones."""
         if self.registry is not None:
             return
-        from . import databricks, pyspark_habits  # noqa: F401 - pyspark_habits: loaded here, used by the session
-        from .command_list import REGISTRY
+        from .habits import databricks, pyspark as pyspark_habits  # noqa: F401 - pyspark_habits: loaded here, used by the session
+        from .commands.listing import REGISTRY
 
         self.namespace["display"] = databricks.Display(self)
         self.namespace["dbutils"] = databricks.DatabricksOnly("dbutils", databricks.DBUTILS)
@@ -68,19 +68,19 @@ class Executor(SessionHolder):
         try:
             return eval(compile(source, "<input>", "eval"), self.namespace)
         except SyntaxError as exc:
-            from .registry import UsageError
+            from .commands.registry import UsageError
 
             raise UsageError(f"'{source}' is not a Python expression ({exc.msg})", "Check the expression") from None
         except SparkscopeError:
             raise
         except NameError as exc:
-            from .registry import UsageError
+            from .commands.registry import UsageError
 
             raise UsageError(str(exc).capitalize(), "Define it first") from None
         except Exception as exc:
             if from_pyspark(exc):
                 raise translate(exc) from exc
-            from .registry import UsageError
+            from .commands.registry import UsageError
 
             raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
 
@@ -125,17 +125,17 @@ class Executor(SessionHolder):
 
     def _replace_stopped_session(self) -> None:
         """spark.stop() ran on this session: a new one takes its place (see pyspark_habits)."""
-        from .pyspark_habits import replace_stopped_session
+        from .habits.pyspark import replace_stopped_session
 
         self.stop_requested = False
         replace_stopped_session(self)
 
     def _run_magic(self, text: str) -> bool:
         """A Databricks magic cell: %sql runs as :sql, %python as Python; others get one line."""
-        from .registry import UsageError
+        from .commands.registry import UsageError
 
         try:
-            from .databricks import magic
+            from .habits.databricks import magic
 
             command = magic(text)
         except UsageError as exc:
@@ -146,7 +146,7 @@ class Executor(SessionHolder):
         return self._run_python(text.lstrip()[len("%python"):].lstrip("\n"))
 
     def _run_command(self, line: str) -> bool:
-        from .registry import Runs, UsageError
+        from .commands.registry import Runs, UsageError
         from .worker import cancel_notice, command_timeout, run_in_worker
 
         name = line[1:].split(" ", 1)[0]
@@ -217,8 +217,8 @@ class Executor(SessionHolder):
             session.warmed()
 
     def emit(self, name: str, result: Any) -> None:
-        from .render import show
-        from .terminal import page
+        from .output.render import show
+        from .prompt.terminal import page
 
         json = self.fmt == "json"
         text = show(name, result, self.fmt if json else self.format_override or self.fmt)
@@ -228,7 +228,7 @@ class Executor(SessionHolder):
 
     def _report(self, exc: BaseException) -> None:
         from .hints import repl_hint
-        from .render import error_line
+        from .output.render import error_line
 
         self.last_traceback = redact("".join(traceback.format_exception(exc)))
         if self.debug:
@@ -251,7 +251,7 @@ class Executor(SessionHolder):
 
     def _error(self, message: str, hint: str = "") -> None:
         """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""
-        from .render import error_json
+        from .output.render import error_json
 
         self.err.write((error_json(message, hint) if self.fmt == "json" else message) + "\n")
         self.err.flush()
@@ -325,7 +325,7 @@ class Executor(SessionHolder):
 
     def _echo(self, value: Any) -> None:
         """An expression's value, as Python's REPL shows it (and `_` holds it)."""
-        from .render import value_json
+        from .output.render import value_json
 
         self.namespace["_"] = value
         text = describe(value)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.errors import SparkscopeError
 from ..client.logs import swallowed
-from .terminal import command_name
+from .prompt.terminal import command_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import CommandContext
-    from .live import Live
+    from .output.live import Live
 
 LEAVE_DEADLINE = 5.0
 
@@ -63,7 +63,7 @@ def _embedded_server_note(session: Any) -> str | None:
     if session.target.source != "local" and session.target.token_source != "state":
         return None  # not this state dir's embedded server
     from ..server.local import LocalServer
-    from .render import size
+    from .output.render import size
 
     info = LocalServer().running()
     if info is None:
@@ -78,7 +78,7 @@ def _embedded_server_note(session: Any) -> str | None:
 
 def idle_timeout_warning(session: Any) -> str:
     """One line: when the server will stop the queries of the session just left, and what to do."""
-    from .render import age
+    from .output.render import age
 
     seconds, known = session.idle_timeout()
     after = age(seconds) if known else f"{age(seconds)} (Spark's default; this server did not say)"

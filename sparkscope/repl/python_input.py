@@ -6,7 +6,7 @@ import traceback
 from typing import Any
 
 from ..client.errors import translate
-from ..client.dataframes import is_dataframe
+from ..client.queries.dataframes import is_dataframe
 
 
 def describe(value: Any) -> str:
@@ -19,8 +19,8 @@ def describe(value: Any) -> str:
         except Exception as exc:
             return f"DataFrame (invalid: {translate(exc)})"
     if type(value).__name__ == "Rows" and hasattr(value, "columns"):
-        from .render import render
-        from .results import Table
+        from .output.render import render
+        from .output.results import Table
 
         return render(Table(value.columns, value.rows))
     return repr(value)

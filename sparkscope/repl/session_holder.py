@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ..client.errors import SparkscopeError
 from ..client.logs import swallowed
-from .terminal import reattach_command
+from .prompt.terminal import reattach_command
 
 
 class SessionHolder:
@@ -91,7 +91,7 @@ class SessionHolder:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from . import pyspark_habits
+        from .habits import pyspark as pyspark_habits
 
         pyspark_habits.install()
         self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
@@ -110,7 +110,7 @@ class SessionHolder:
                 lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
 
     def _start_live(self, session: Any) -> Any:
-        from .live import Live
+        from .output.live import Live
 
         with self._live_lock:  # the connecting thread and a command (:watch, :tail) may both start it
             if self._live is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..client.config import setting
+from ..client.connection.config import setting
 from ..client.errors import SparkscopeError
 from ..client.logs import log
 from ..client.paths import config_file

@@ -45,7 +45,7 @@ def cancel_notice(cancel: Cancelled) -> str:
 def stuck_tasks_note(session: Any) -> str | None:
     """After Ctrl-C cancelled a Spark job on the embedded server: the tasks Spark marked killed that still compute
     (an operator that never checks its kill flag runs on to the end of its partition), or None."""
-    from .render import cores
+    from .output.render import cores
 
     busy = session.busy_tasks(window=STUCK_SAMPLE)  # a task that obeys the cancel ends early in the sample
     if not busy:
@@ -85,7 +85,7 @@ def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: flo
     tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
     session = ctx.session_or_none()
     ctx.cancelled = threading.Event()
-    from . import pyspark_habits
+    from .habits import pyspark as pyspark_habits
 
     user_call = pyspark_habits.UserCall(ctx, ctx.cancelled) if user_code else None
 

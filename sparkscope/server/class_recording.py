@@ -16,7 +16,8 @@ from pathlib import Path
 from .class_cache import RECORDER_LOCK
 from ..client.logs import swallowed
 from ..client.paths import private_dir
-from .processes import cpu_seconds, free_port
+from .ports import free_port
+from .processes import cpu_seconds
 from .local import LocalServer
 
 IDLE_SHARE = 0.1  # the user's server counts as idle below a tenth of a core

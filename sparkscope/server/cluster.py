@@ -21,7 +21,8 @@ from . import ui_guard
 from ..client.errors import ServerError
 from ..client.logs import swallowed
 from ..client.paths import private_dir, write_private
-from .processes import child_exited, is_ours, kill, usable_port
+from .ports import usable_port
+from .processes import child_exited, is_ours, kill
 from .sizing import check_workers
 from .spark_install import pyspark_home
 

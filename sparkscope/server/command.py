@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 
 from .class_cache import quote_option
-from ..client.errors import ServerError
-from ..client.logs import log as logger
 from ..client.paths import server_config_dir
-from .processes import next_free_port, usable
-from ..client.remote import DEFAULT_PORT, TOKEN_ENV
+from .ports import next_free_port
+from ..client.connection.remote import TOKEN_ENV
 from .info import SERVER_CLASS
-from .sizing import check_port, local_master
+from .sizing import local_master
 from .spark_install import connect_jar, pyspark_home, spark_home
 
 TOKEN_CONF = "spark.connect.authenticate.token"
@@ -66,19 +64,6 @@ def spark_submit(*, port: int, master: str, conf: dict[str, str], driver_memory:
         cmd += ["--conf", f"{key}={value}"]
     cmd.append(str(connect_jar(home)))
     return cmd
-
-
-def free_port(port: int | None) -> int:
-    """The port asked for, checked; or 15002, else the next free one after it."""
-    if port is None:
-        port = next_free_port(DEFAULT_PORT)
-        if port != DEFAULT_PORT:
-            logger.warning("Port %d is taken by another program or server; the embedded server uses "
-                           "port %d (sparkscope --port N picks one)", DEFAULT_PORT, port)
-    check_port(port)
-    if not usable(port):
-        raise ServerError(f"Port {port} is already in use by another program", "Pick another port with --port N")
-    return port
 
 
 def ui_settings(ui: bool, conf: dict[str, str]) -> int | None:

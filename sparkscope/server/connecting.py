@@ -12,7 +12,7 @@ from typing import Any
 
 from ..client.errors import ConfigError, SparkscopeError
 from ..client.logs import swallowed
-from ..client.remote import Target, resolve
+from ..client.connection.remote import Target, resolve
 from ..client.session import Session
 from ..client.session_base import KEEPALIVE_SECONDS
 from .local import UI_READERS, LocalServer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .cluster import Cluster
 from .processes import is_ours, listens_on
-from ..client.remote import Target, local_target
+from ..client.connection.remote import Target, local_target
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 

@@ -23,13 +23,14 @@ from .cluster import Cluster, start_cluster
 from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory
 from ..client.logs import log as logger
 from ..client.paths import private_dir, state_dir, write_private
-from ..client.probe import port_open, probe, try_probe
-from .processes import busy_threads, kill, next_free_port, wait_until_free
-from ..client.remote import TOKEN_ENV
+from ..client.connection.probe import port_open, probe, try_probe
+from .ports import next_free_port, port_for_server, wait_until_free
+from .processes import busy_threads, kill
+from ..client.connection.remote import TOKEN_ENV
 from ..client.secrets import remember_secret
 from .info import ServerInfo, holds_port, is_our_server
 from .log_file import ServerLog, startup_stage
-from .command import TOKEN_CONF, free_port, spark_submit, submit_environment, ui_settings
+from .command import TOKEN_CONF, spark_submit, submit_environment, ui_settings
 from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
 
@@ -185,7 +186,7 @@ class LocalServer:
             token = None
         elif not token:
             token = secrets.token_urlsafe(32)  # like Jupyter: a random token by default
-        chosen = free_port(port)
+        chosen = port_for_server(port)
         ui_port = ui_settings(ui, conf)
         java_version()
         driver_memory = check_memory(driver_memory) if driver_memory else default_driver_memory()

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import sparkscope
-from sparkscope.server.processes import free_port
+from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 from tests.other_user import gets_as_nobody, listening_ports, needs_root

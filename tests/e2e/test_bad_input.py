@@ -93,7 +93,7 @@ def test_bad_inputs_each_give_one_clear_line_and_a_live_prompt(repl):
 
 
 def test_unreachable_server_on_startup_is_one_line_then_connect_recovers(remote_url):
-    from sparkscope.server.processes import free_port
+    from sparkscope.server.ports import free_port
 
     nowhere = free_port()
     child = spawn("--remote", f"sc://localhost:{nowhere}")

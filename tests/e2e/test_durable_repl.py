@@ -10,7 +10,7 @@ import signal
 import pexpect
 import pytest
 
-from sparkscope.server.processes import free_port
+from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
 from tests.e2e.conftest import Repl, spawn
 from tests.helpers import run_sparkscope, wait_for

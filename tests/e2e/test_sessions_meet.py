@@ -10,7 +10,7 @@ import shutil
 import pexpect
 import pytest
 
-from sparkscope.client.catalog import Catalog
+from sparkscope.client.catalog.records import Catalog
 from tests.e2e.conftest import Repl, clean, spawn
 from tests.helpers import run_sparkscope, wait_for
 

@@ -1,4 +1,4 @@
-"""The default sink of append and update streams keeps the newest rows only (client/bounded_sink.py),
+"""The default sink of append and update streams keeps the newest rows only (client/queries/bounded_sink.py),
 against the real server: what it keeps, in which order, across batches, retries and time; Spark's
 memory sink when asked for, with its warning; restart and tail."""
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sparkscope.client.bounded_sink import BATCH_COLUMN, KeepNewest, rows_of
+from sparkscope.client.queries.bounded_sink import BATCH_COLUMN, KeepNewest, rows_of
 from sparkscope.client.errors import ConfigError
 from tests.helpers import wait_for
 

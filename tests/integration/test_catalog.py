@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import sparkscope
-from sparkscope.client.catalog import Catalog
+from sparkscope.client.catalog.records import Catalog
 from sparkscope.client.errors import ConfigError, UnsupportedOperation
 
 
@@ -127,7 +127,7 @@ def test_the_catalog_stays_readable_when_a_writer_is_killed(tmp_path):
     writer = textwrap.dedent("""
         import sys
         from pathlib import Path
-        from sparkscope.client.catalog import Catalog
+        from sparkscope.client.catalog.records import Catalog
         catalog = Catalog(Path(sys.argv[1]))
         i = 0
         while True:

@@ -105,7 +105,7 @@ def test_usage_errors_are_one_line_and_lose_nothing(shell):
 
 
 def test_a_script_with_a_blank_line_inside_a_def_runs(shell, tmp_path):
-    from sparkscope.repl.cli import _run_file
+    from sparkscope.cli.main import _run_file
 
     script = tmp_path / "script.py"
     script.write_text("def double(x):\n    y = x * 2\n\n    return y\n\nanswer = double(21)\n:conf spark.sql.shuffle.partitions\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import sparkscope
-from sparkscope.server.processes import free_port, wait_until_free
+from sparkscope.server.ports import free_port, wait_until_free
 from sparkscope.server.local import LocalServer
 from sparkscope.client.session import Session
 from sparkscope.repl.executor import Executor
@@ -99,7 +99,7 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
             assert restored.returncode == 0, restored.stderr
             running = ", ".join(["durable", *extras]) if cycle == 0 else "durable"
             assert f"Restored {running} from their checkpoints in session " in restored.stdout, restored.stdout
-            ss = Session.reattach(sparkscope.client.remote.local_target(port, token=local.running().token))
+            ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
             query = ss.query("durable")
             for name in extras if cycle == 0 else []:  # each of the bounded sinks started together runs
                 extra = ss.query(name)
@@ -171,7 +171,7 @@ def test_seed_004_on_kafka_survives_a_kill_of_the_server_without_a_record_lost_o
     restored = run_sparkscope("server", "start", "--port", str(port), "--restore")
     assert restored.returncode == 0, restored.stderr
     assert "Restored kafka_totals from their checkpoints" in restored.stdout
-    ss = Session.reattach(sparkscope.client.remote.local_target(port, token=local.running().token))
+    ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
     expected = {user: (sum(a for u, a in sent if u == user), sum(1 for u, _ in sent if u == user))
                 for user in ("u0", "u1", "u2", "u3")}
 

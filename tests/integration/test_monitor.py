@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from sparkscope.client.monitor import Monitor
+from sparkscope.client.monitoring.monitor import Monitor
 from tests.helpers import wait_for
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import sparkscope
-from sparkscope.repl.dashboard import Dashboard
+from sparkscope.repl.output.dashboard import Dashboard
 from tests.helpers import wait_for
 from tests.integration.test_commands import Shell
 

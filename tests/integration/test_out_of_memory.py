@@ -7,7 +7,7 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import ServerOutOfMemory
-from sparkscope.server.processes import free_port
+from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
-from sparkscope.server.processes import free_port
+from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
 from tests.helpers import run_sparkscope, wait_for
 
@@ -210,7 +210,7 @@ def test_a_server_that_cannot_start_says_why_at_once(tmp_path, flags, cause):
 
 
 def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp_path):
-    from sparkscope.client.remote import DEFAULT_PORT
+    from sparkscope.client.connection.remote import DEFAULT_PORT
 
     env = {"XDG_STATE_HOME": str(tmp_path)}
     holder = socket.socket()
@@ -242,7 +242,7 @@ def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp
 def test_a_port_another_program_takes_while_the_server_starts_moves_it_to_the_next_free_one(tmp_path, caplog):
     """Two servers starting at once on this machine both pick the first free port; the JVM that loses the bind
     starts again on the next free one, instead of failing after its whole start."""
-    from sparkscope.client.probe import probe
+    from sparkscope.client.connection.probe import probe
 
     local = LocalServer(tmp_path / "sparkscope")
     holder = socket.socket()

@@ -18,7 +18,7 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import ServerError
-from sparkscope.server.processes import free_port
+from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
 from tests.e2e.conftest import Repl, spawn
 from tests.helpers import run_sparkscope, wait_for

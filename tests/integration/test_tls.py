@@ -18,8 +18,8 @@ import trustme
 
 import sparkscope
 from sparkscope.client.errors import ConnectionFailed
-from sparkscope.client.probe import port_open
-from sparkscope.server.processes import free_port
+from sparkscope.client.connection.probe import port_open
+from sparkscope.server.ports import free_port
 from tests.helpers import run_sparkscope, wait_for
 from tests.netproxy import TlsProxy
 

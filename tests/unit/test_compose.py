@@ -89,7 +89,7 @@ def test_the_server_config_is_a_real_folder_inside_the_package():
 
 
 def test_the_kafka_connector_is_the_one_server_start_kafka_adds():
-    from sparkscope.repl.server_cli import with_kafka_connector
+    from sparkscope.cli.server import with_kafka_connector
 
     package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{_pinned_pyspark()}"
     assert with_kafka_connector({}) == {"spark.jars.packages": package}
@@ -121,7 +121,7 @@ def test_the_requirements_file_holds_what_the_server_imports_at_versions_the_cli
 
     from packaging.requirements import Requirement
 
-    from sparkscope.client.capabilities import CONNECT_PACKAGES, KAFKA_PACKAGES
+    from sparkscope.client.connection.capabilities import CONNECT_PACKAGES, KAFKA_PACKAGES
 
     pins = _requirements()
     assert set(CONNECT_PACKAGES) | set(KAFKA_PACKAGES) <= set(pins)  # what the probe checks is what it installs

@@ -135,7 +135,7 @@ def test_the_sdk_quotes_no_repl_command():
     """The SDK's messages and hints speak Python; the REPL's wording lives in repl/hints.py."""
     import re
 
-    from sparkscope.repl.command_list import REGISTRY
+    from sparkscope.repl.commands.listing import REGISTRY
 
     assert len(REGISTRY.names()) > 20
     names = "|".join(sorted(REGISTRY.names(), key=len, reverse=True))

@@ -7,11 +7,11 @@ import shlex
 import pytest
 
 from sparkscope.client.errors import SparkscopeError, translate
-from sparkscope.client.remote import Target, parse_url
+from sparkscope.client.connection.remote import Target, parse_url
 from sparkscope.client.secrets import redact, remember_secret
-from sparkscope.repl.render import fit_widths, render
-from sparkscope.repl.results import Table
-from sparkscope.repl.terminal import reattach_command
+from sparkscope.repl.output.render import fit_widths, render
+from sparkscope.repl.output.results import Table
+from sparkscope.repl.prompt.terminal import reattach_command
 
 
 @pytest.mark.parametrize("text, secret", [
@@ -114,7 +114,7 @@ def test_every_line_fits_the_terminal():
 
 
 def test_completion_never_reads_properties_or_calls_dir_on_instances():
-    from sparkscope.repl.shell import python_matches
+    from sparkscope.repl.prompt.shell import python_matches
 
     class Remote:
         rpcs = 0
@@ -144,7 +144,7 @@ def test_the_server_log_writer_masks_the_token_in_every_line(tmp_path):
     import subprocess
     import sys
 
-    from sparkscope.client import log_writer
+    from sparkscope.server import log_writer
 
     lines = b"starting\nworker is starting with url sc://localhost:1/;token=tok-123 and sessionId x\ntok-123tok-123\n"
     copied = tmp_path / "copied.log"
@@ -160,7 +160,7 @@ def test_the_server_log_writer_masks_the_token_in_every_line(tmp_path):
 def test_the_server_log_is_rotated_so_a_server_running_for_days_cannot_fill_the_disk(tmp_path):
     import io
 
-    from sparkscope.client import log_writer
+    from sparkscope.server import log_writer
 
     log = tmp_path / "server.log"
     log.write_bytes(b"== an earlier start\n")
@@ -182,8 +182,8 @@ def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and
 
     from prompt_toolkit.document import Document
 
-    from sparkscope.client.dataframes import is_dataframe
-    from sparkscope.repl.shell import ShellCompleter
+    from sparkscope.client.queries.dataframes import is_dataframe
+    from sparkscope.repl.prompt.shell import ShellCompleter
 
     monkeypatch.setitem(sys.modules, "pyspark.sql.connect.dataframe", types.ModuleType("half_imported"))
     assert is_dataframe(object()) is False
@@ -203,7 +203,7 @@ def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and
 def test_output_above_a_dumb_terminals_prompt_starts_a_line_and_the_prompt_comes_again():
     import io
 
-    from sparkscope.repl.terminal import AbovePlainPrompt
+    from sparkscope.repl.prompt.terminal import AbovePlainPrompt
 
     screen = io.StringIO()
     screen.write("sparkscope> spa")  # the prompt, and what was typed so far
@@ -220,7 +220,7 @@ def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left(
     import os
     import pty
 
-    from sparkscope.repl.terminal import eof_typed_ahead
+    from sparkscope.repl.prompt.terminal import eof_typed_ahead
 
     master, slave = pty.openpty()  # a new pty is in canonical mode, as the terminal is between prompts
     try:
@@ -239,8 +239,8 @@ def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left(
 
 
 def test_control_characters_in_values_and_errors_print_as_escapes_and_keep_the_borders():
-    from sparkscope.repl.render import error_line, render_table, visible
-    from sparkscope.repl.results import Table
+    from sparkscope.repl.output.render import error_line, render_table, visible
+    from sparkscope.repl.output.results import Table
 
     value = "a\x1b]0;pwned\x07b\tc\x9bd\r"
     text = render_table(Table(["v", "n"], [[value, 1], ["x", 2]]), width=120)

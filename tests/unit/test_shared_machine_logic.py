@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from sparkscope.client import ui_guard
+from sparkscope.server import ui_guard
 from sparkscope.client.errors import ConfigError
-from sparkscope.client.planning import check_name, sort_order
-from sparkscope.client.remote import parse_url
+from sparkscope.client.queries.planning import check_name, sort_order
+from sparkscope.client.connection.remote import parse_url
 from sparkscope.server.sizing import local_master
 
 

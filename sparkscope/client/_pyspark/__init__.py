@@ -2,7 +2,7 @@
 wrappers for pyspark code run in the REPL are in hooks.py).
 
 Each function names the pyspark internal it uses and the version it was checked against.
-tests/unit/test_pyspark_adapter.py fails loudly when an upgrade removes one of them, and
+tests/unit/client/test_pyspark_adapter.py fails loudly when an upgrade removes one of them, and
 tests/unit/test_layering.py fails when any other module touches a private pyspark name.
 """
 
@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from ..credentials import channel_credentials
+from ..connection.credentials import channel_credentials
 from .hooks import (ReaderSettings, WriterSettings, builder_options, connect_builder_create, connect_start_method,
                     connect_readers, intercept, own_calls, pyspark_classes)
 

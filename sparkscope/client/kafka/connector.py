@@ -74,7 +74,7 @@ class KafkaSupport:
         if given:
             return given
         if self._profile:
-            from ..config import load_profiles
+            from ..connection.config import load_profiles
 
             value = load_profiles().get(self._profile, {}).get("kafka_bootstrap")
             if value:

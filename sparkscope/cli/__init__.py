@@ -1,0 +1,1 @@
+"""The command line: `sparkscope`, its flags, and `sparkscope server …`."""

@@ -1,0 +1,240 @@
+"""`sparkscope server …` and `sparkscope checkpoints`: the embedded server from the shell. Every result goes
+through render.py, so `--format json` gives one JSON object, as it does for colon commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..client.errors import ConfigError, ServerError, SparkscopeError
+from ..server.local import UI_READERS, LocalServer
+from ..server.info import ServerInfo
+from ..repl.output.render import busy_tasks, show, uptime
+from ..repl.output.results import Block, Message, Result
+
+NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparkscope server start", code="no_server")
+
+
+def server_main(args: argparse.Namespace) -> int:
+    if args.action == "check-java":
+        from ..server.spark_install import java_version
+
+        return _emit(args, Message(f"Java {java_version()} found"))
+    server = LocalServer()
+    if args.action == "check":
+        return _check(args)
+    actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs}
+    return actions[args.action](args, server)
+
+
+def _emit(args: argparse.Namespace, result: Result, code: int = 0) -> int:
+    text = show(f"server {args.action}" if args.subcommand == "server" else args.subcommand, result, args.format)
+    if text:
+        print(text, flush=True)
+    return code
+
+
+def with_kafka_connector(conf: dict[str, str]) -> dict[str, str]:
+    """`conf` with Spark's Kafka connector for this pyspark's Spark and Scala versions in spark.jars.packages."""
+    from ..client.kafka.connector import connector_package
+    from ..server.spark_install import spark_build
+
+    package = connector_package(*spark_build())
+    given = [p for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
+    return {**conf, "spark.jars.packages": ",".join([*given, package] if package not in given else given)}
+
+
+def _start(args: argparse.Namespace, server: LocalServer) -> int:
+    from ..repl.commands.registry import key_values
+
+    tty = sys.stderr.isatty()
+
+    def waiting(elapsed: float, stage: str) -> None:
+        if tty:
+            sys.stderr.write(f"\rStarting Spark Connect server: {stage}… {elapsed:4.1f}s".ljust(70))
+            sys.stderr.flush()
+
+    if args.no_token:
+        print("warning: --no-token lets every user of this machine run code as you through the server",
+              file=sys.stderr)
+    if args.workers and args.master != "local[*]":
+        raise ConfigError("--workers starts its own cluster, so --master cannot be given with it",
+                          "Leave out one of them")
+    conf = key_values(args.conf, "--conf spark.some.key=value")
+    if args.kafka:
+        conf = with_kafka_connector(conf)
+    try:
+        started = server.start(port=args.port, master=args.master, conf=conf, timeout=args.timeout,
+                               on_wait=waiting, require_token=not args.no_token, workers=args.workers,
+                               worker_cores=args.worker_cores, worker_memory=args.worker_memory,
+                               driver_memory=args.driver_memory, ui=args.ui)
+    except ServerError as exc:
+        if args.kafka and "unresolved dependency" in exc.message:
+            detail = exc.message.split("unresolved dependency: ")[-1].rstrip("]").rsplit(": ", 1)[-1]
+            raise ServerError(f"--kafka: Spark's Kafka connector {conf['spark.jars.packages']} could not be "
+                              f"downloaded from Maven Central ({detail})",
+                              "Start without --kafka: sparkscope's own Kafka source and sink need no download",
+                              code="kafka_download_failed") from exc
+        raise
+    if tty:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    auth = "token required" if started.auth else "no token"
+    if started.reused:
+        lines = [f"Spark Connect server already running: {started.url} (pid {started.pid}, "
+                 f"Spark {started.version}, {auth})"]
+    else:
+        lines = [f"Spark Connect server started in {started.startup_seconds:.1f}s: {started.url} "
+                 f"(pid {started.pid}, Spark {started.version}, {auth})", f"log: {started.log}"]
+    if started.ui_url:
+        lines.append(f"Spark UI: {started.ui_url}: {UI_READERS}")
+    elif args.ui:
+        print("warning: --ui is ignored: the server was already running without its UI "
+              "(sparkscope server stop, then start it with --ui)", file=sys.stderr)
+    if started.cluster is not None:
+        lines.append(f"cluster: {started.cluster.master_url} with {len(started.cluster.workers)} workers "
+                     f"(master UI {started.cluster.webui}, readable only with this user's key)")
+    _emit(args, Message("\n".join(lines), {"url": started.url, "pid": started.pid, "version": started.version,
+                                           "reused": started.reused, "auth": started.auth,
+                                           "log": str(started.log), "ui": started.ui_url}))
+    return _restore(args, started) if args.restore else 0
+
+
+def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
+    """Restart the catalogued queries that were running on this server when it stopped or died, in a
+    session left open on the server (they keep running after this command ends)."""
+    from ..server.connecting import open_session
+    from ..repl.prompt.terminal import command_name
+
+    session = open_session(info.target(None), keepalive=0)
+    try:
+        results = session.restart_lost()
+    finally:
+        session.close(stop_queries=False)
+    restored = [outcome.name for _, outcome in results if not isinstance(outcome, SparkscopeError)]
+    failed = [f"{record.name}: {outcome}" for record, outcome in results if isinstance(outcome, SparkscopeError)]
+    if restored:
+        text = (f"Restored {', '.join(restored)} from their checkpoints in session {session.session_id}. "
+                f"Reattach with: {command_name()} --reattach")
+    else:
+        text = "No queries to restore: none of the catalogued queries was running on this server."
+    _emit(args, Message(text, {"restored": restored, "session_id": session.session_id}))
+    for line in failed:
+        print(f"error: could not restore {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Like `databricks-connect test`: what the server can run for this client; 0 only when everything works."""
+    from ..client.errors import ConnectionFailed
+    from ..server.connecting import open_session, resolve_target
+    from ..repl.commands.session import capability_table
+
+    try:
+        session = open_session(resolve_target(getattr(args, "remote", None), profile=args.profile,
+                                              start_server=False), keepalive=0, activate=False)
+    except ConnectionFailed as exc:
+        return _fail(args, exc, 2)
+    try:
+        caps = session.facts.get(refresh=True)
+    finally:
+        session.close()
+    return _emit(args, capability_table(caps), 0 if caps.ok else 1)
+
+
+def _token(args: argparse.Namespace, server: LocalServer) -> int:
+    info = server.running()
+    if info is None:
+        return _fail(args, NOT_RUNNING, 3)
+    if not info.token:
+        return _fail(args, ConfigError("The local server runs without a token (started with --no-token)"), 1)
+    return _emit(args, Block(info.token, data={"token": info.token}))
+
+
+def _stop(args: argparse.Namespace, server: LocalServer) -> int:
+    info = server.stop(grace=args.grace)
+    if info is None:
+        return _emit(args, Message("No local server is running.", {"stopped": False}))
+    # Spark Connect lists only the caller's own session's queries, so name what ended in general terms
+    lines = [f"Stopped the Spark Connect server (pid {info.pid}): the streaming queries of every session on it "
+             "have ended."]
+    if info.cluster is not None:
+        pids = ", ".join(str(member.pid) for member in info.cluster.members)
+        lines.append(f"Stopped its cluster: the master and {len(info.cluster.workers)} workers (pids {pids}).")
+    return _emit(args, Message("\n".join(lines), {"stopped": True, "pid": info.pid}))
+
+
+def _status(args: argparse.Namespace, server: LocalServer) -> int:
+    from ..server.sizing import local_master
+
+    info = server.status()
+    if info is None:
+        return _emit(args, Message("No local server is running. Start one with: sparkscope server start",
+                                   {"running": False}), 3)
+    auth = (f"token required ({server.token_path}, mode 0600; sparkscope server token prints it)"
+            if info.auth else "off: any local user can connect (started with --no-token)")
+    resident = info.memory_bytes
+    memory = (f"driver heap {info.driver_memory or 'Spark default (1g)'}"
+              + (f", resident {resident / 2**30:.1f} GiB" if resident else "")
+              + " (sparkscope server start --driver-memory SIZE)")
+    rows: list[tuple[str, object]] = [
+        ("pid", info.pid), ("port", info.port), ("url", info.url), ("uptime", uptime(info.uptime)),
+        ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory),
+        ("ui", f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui)"),
+        ("log", info.log)]
+    tasks = busy_tasks(server.busy_tasks(window=0.5))
+    if tasks is not None:
+        rows.append(("tasks", tasks))
+    rows += _cluster_rows(info.cluster) if info.cluster is not None else [("master", local_master("local[*]")[0])]
+    text = "\n".join(f"{key:<7} {value}" for key, value in rows)
+    return _emit(args, Block(text, data={"running": True, **{key: value for key, value in rows}}))
+
+
+def _logs(args: argparse.Namespace, server: LocalServer) -> int:
+    try:
+        for line in server.log_lines(follow=args.follow, last=args.lines):
+            _emit(args, Message(line))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _fail(args: argparse.Namespace, error: SparkscopeError, code: int) -> int:
+    from ..repl.hints import repl_hint
+    from ..repl.output.render import error_json, error_line
+
+    print(error_json(error.message, repl_hint(error)) if args.format == "json" else error_line(error),
+          file=sys.stderr)
+    return code
+
+
+def _cluster_rows(cluster: Any) -> list[tuple[str, object]]:
+    """The master and each worker: pid, and the cores and memory the master says it has."""
+    rows: list[tuple[str, object]] = [("master", f"{cluster.master_url} (pid {cluster.master.pid}, "
+                                                 f"UI {cluster.webui})")]
+    try:
+        known = cluster.worker_status()
+    except OSError:
+        known = []
+    for index, member in enumerate(cluster.workers):
+        state = "stopped" if not member.alive() else "not registered"
+        detail = ""
+        w = cluster.status_of(member, known)
+        if w is not None:
+            state = w.state.lower()
+            detail = (f", {w.cores} cores ({w.cores_used} used), {w.memory_mb / 1024:.1f} GiB "
+                      f"({w.memory_used_mb / 1024:.1f} used)")
+        rows.append((f"worker{index + 1}", f"pid {member.pid}, {state}{detail}"))
+    return rows
+
+
+def checkpoints_main(args: argparse.Namespace) -> int:
+    from ..client.catalog.records import Catalog
+    from ..repl.commands.catalog import checkpoint_report
+
+    if args.action == "prune" and not args.older_than:
+        raise ConfigError("prune needs --older-than AGE", "e.g. sparkscope checkpoints prune --older-than 7d")
+    server = LocalServer()
+    table = checkpoint_report(server.checkpoint_root, Catalog.in_home(server.home).records(),
+                              args.older_than if args.action == "prune" else None)
+    return _emit(args, table)

@@ -1,0 +1,125 @@
+"""Checkpoint housekeeping: which checkpoint directories exist, how big and old they are, which catalog
+record each belongs to, and pruning the ones no restartable query needs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .records import Record
+from ..errors import ConfigError
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    size: int  # bytes
+    modified: float  # the newest file's mtime
+    owner: Record | None  # the catalog record whose checkpoint this is
+
+    @property
+    def needed(self) -> bool:
+        """A restartable record may resume from it. A memory sink outside complete mode cannot resume
+        (Spark's rule, and its rows are gone with the run), so once stopped it needs nothing."""
+        record = self.owner
+        if record is None or not record.restartable:
+            return False
+        if record.state == "active":
+            return True
+        return not (record.sink == "memory" and record.mode != "complete" and record.state == "stopped")
+
+
+LOW_SPACE = 16 * 1024 * 1024  # bytes: less than this left, and a commit or a written file fails
+WRITE_FAILURES = ("No space left on device", "TASK_WRITE_FAILED", "Task failed while writing rows",
+                  "Error writing state store", "Cannot perform commit", "IOException")
+
+
+def no_space_at(paths: list[str | None], usage: Callable[[str], Any] = shutil.disk_usage) -> tuple[str, int] | None:
+    """The first of `paths` (files of this machine: 'file:' or plain) whose disk has less than LOW_SPACE
+    left, with the bytes left; None when each has room (or none exists yet)."""
+    for given in filter(None, paths):
+        path = Path(str(given).removeprefix("file:"))
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is None:
+            continue
+        try:
+            free = int(usage(str(existing)).free)
+        except OSError:
+            continue
+        if free < LOW_SPACE:
+            return str(path), free
+    return None
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """Where a restarted query goes on from, as its checkpoint said just before the restart."""
+
+    checkpoint: str | None  # None: a new checkpoint
+    after_batch: int | None  # the checkpoint's last committed batch; None: none, so it starts at batch 0, empty
+    from_files: bool  # read from the checkpoint's own files (else from the catalog: a server elsewhere)
+
+
+def committed_batch(checkpoint: str) -> int | None:
+    """The last batch a checkpoint of this machine committed (its commits/ folder), or None when it holds
+    none: never committed, deleted, or not a checkpoint."""
+    commits = Path(checkpoint.removeprefix("file:")) / "commits"
+    try:
+        batches = [int(entry.name) for entry in commits.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return None
+    return max(batches, default=None)
+
+
+def parse_age(text: str) -> float:
+    """'7d', '12h', '30m', '2w' -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text or "")
+    if not match:
+        raise ConfigError(f"'{text}' is not an age", "Write a number and a unit: 30m, 12h, 7d or 2w")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def scan(root: Path, records: list[Record]) -> list[Checkpoint]:
+    """The checkpoint directories under `root`, oldest first."""
+    if not root.is_dir():
+        return []
+    owners = {_local(r.checkpoint): r for r in records if r.checkpoint}
+    found = []
+    for entry in sorted(root.iterdir()):
+        if not entry.is_dir():
+            continue
+        size, newest = 0, entry.stat().st_mtime
+        for folder, _, files in os.walk(entry):
+            for name in files:
+                try:
+                    info = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                size += info.st_size
+                newest = max(newest, info.st_mtime)
+        found.append(Checkpoint(entry, size, newest, owners.get(str(entry.resolve()))))
+    return sorted(found, key=lambda c: c.modified)
+
+
+def prune(root: Path, records: list[Record], older_than: float, *, now: float | None = None) -> list[Checkpoint]:
+    """Delete the checkpoints older than `older_than` seconds that no restartable record needs; the
+    deleted ones are returned (their sizes add up to the bytes freed)."""
+    cutoff = (now or time.time()) - older_than
+    removed = []
+    for checkpoint in scan(root, records):
+        if checkpoint.modified < cutoff and not checkpoint.needed:
+            shutil.rmtree(checkpoint.path, ignore_errors=True)
+            removed.append(checkpoint)
+    return removed
+
+
+def _local(path: str) -> str:
+    return str(Path(path.removeprefix("file:")).resolve())

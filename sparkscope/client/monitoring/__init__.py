@@ -1,0 +1,1 @@
+"""Watching queries: progress, the listener's events, alerts, late data."""

@@ -1,0 +1,187 @@
+"""What the monitor knows and hands out, without an RPC: each query's track (state and recent batches), the
+events it publishes to subscribers, and what it needs of a session."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..logs import swallowed
+from .progress import Progress
+from ..queries.query import Query, summarise_error
+from ..connection.remote import Target
+
+HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
+# ...and never more than the last HISTORY_SECONDS of batches, or HISTORY_BYTES of their JSON: a count alone
+# filled only after 100 minutes at a 10 s trigger, so a client's memory grew for that long before it settled
+HISTORY_SECONDS = 10 * 60
+HISTORY_BYTES = 2 * 2**20
+NOTICES_KEPT = 100
+
+
+class WatchedSession(Protocol):
+    """What the monitor uses of a Session."""
+
+    spark: Any
+    target: Target
+
+    @property
+    def url(self) -> str: ...
+
+    def running(self) -> list[Query]: ...
+
+    def known_queries(self) -> list[Query]: ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """What subscribers receive. kind: started | progress | idle | terminated | notice."""
+
+    kind: str
+    query_id: str | None = None
+    name: str | None = None
+    progress: Progress | None = None
+    error: str | None = None
+    message: str | None = None
+    code: str | None = None  # a notice's situation, for a front end's own hint (e.g. "server_gone")
+    at: float = field(default_factory=time.time)
+
+
+@dataclass
+class Track:
+    """What the monitor knows about one query."""
+
+    id: str
+    name: str
+    state: str = "active"  # active | stopped | failed
+    error: str | None = None
+    idle_since: float | None = None
+    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY_SIZE))
+    updated_at: float = field(default_factory=time.time)
+    history_bytes: int = 0  # of the JSON of the batches kept
+
+    @property
+    def latest(self) -> Progress | None:
+        return self.history[-1] if self.history else None
+
+    def add(self, progress: Progress) -> bool:
+        """Keep `progress` unless this batch is already known; True when it was new."""
+        latest = self.latest
+        if latest is not None and (progress.batch_id, progress.timestamp) <= (latest.batch_id, latest.timestamp):
+            return False
+        if len(self.history) == self.history.maxlen:
+            self.history_bytes -= len(self.history[0].raw_json)
+        self.history.append(progress)
+        self.history_bytes += len(progress.raw_json)
+        newest = _seconds(progress.timestamp)
+        while len(self.history) > 1 and (self.history_bytes > HISTORY_BYTES
+                                         or newest - _seconds(self.history[0].timestamp) > HISTORY_SECONDS):
+            self.history_bytes -= len(self.history.popleft().raw_json)
+        self.updated_at = time.time()
+        self.idle_since = None
+        return True
+
+
+def _seconds(timestamp: str) -> float:
+    """A batch's trigger time (Spark's ISO text) as epoch seconds; 0 when it cannot be read."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class TrackBook:
+    """The tracks of a session's queries, kept from the events heard, and the subscribers told of each."""
+
+    def __init__(self, history_size: int = HISTORY_SIZE):
+        self._history_size = history_size
+        self._tracks: dict[str, Track] = {}
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._lock = threading.RLock()
+        self.notices: list[str] = []
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    # -- reading (no RPC) ---------------------------------------------------------------------------
+    def tracks(self) -> list[Track]:
+        with self._lock:
+            return list(self._tracks.values())
+
+    def track(self, name_or_id: str) -> Track | None:
+        with self._lock:
+            tracks = list(self._tracks.values())
+        for track in reversed(tracks):
+            if name_or_id in (track.name, track.id):
+                return track
+        return None
+
+    def history(self, name_or_id: str) -> list[Progress]:
+        track = self.track(name_or_id)
+        return list(track.history) if track else []
+
+    # -- events ---------------------------------------------------------------------------------------
+    def _publish(self, event: Event) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            with swallowed("delivering an event"):  # one broken consumer must not starve the others
+                callback(event)
+
+    def _notice(self, message: str, code: str | None = None) -> None:
+        self.notices.append(message)
+        del self.notices[:-NOTICES_KEPT]
+        self._publish(Event("notice", message=message, code=code))
+
+    def _track(self, query_id: str, name: str | None) -> Track:
+        with self._lock:
+            track = self._tracks.get(query_id)
+            if track is None:
+                track = Track(query_id, name or query_id[:8])
+                track.history = deque(maxlen=self._history_size)
+                self._tracks[query_id] = track
+            elif name:
+                track.name = name
+            return track
+
+    def on_started(self, query_id: str, name: str | None) -> None:
+        track = self._track(query_id, name)
+        track.state, track.error = "active", None
+        self._publish(Event("started", query_id, track.name))
+
+    def on_progress(self, progress: Progress) -> None:
+        track = self._track(progress.query_id, progress.name)
+        with self._lock:
+            track.state = "active"
+            is_new = track.add(progress)
+        if is_new:
+            self._publish(Event("progress", progress.query_id, track.name, progress=progress))
+
+    def on_idle(self, query_id: str) -> None:
+        track = self._track(query_id, None)
+        track.idle_since = track.idle_since or time.time()
+        self._publish(Event("idle", query_id, track.name))
+
+    def on_terminated(self, query_id: str, error: str | None) -> None:
+        track = self._track(query_id, None)
+        if track.state != "active" and track.error == error:
+            return
+        track.state = "failed" if error else "stopped"
+        track.error = summarise_error(error) if error else None
+        track.updated_at = time.time()
+        self._publish(Event("terminated", query_id, track.name, error=track.error))

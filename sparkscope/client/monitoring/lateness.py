@@ -1,0 +1,73 @@
+"""Why a row was dropped: a query's watermark (its event-time column and delay), the watermark after each
+batch and the late rows each dropped, and whether a row of a given event time would be dropped. Pure logic
+over the plan's text and the progress history."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ..errors import ConfigError
+from .progress import Progress
+
+_WATERMARK = re.compile(r"EventTimeWatermark\s+(?:[0-9a-f-]{36},\s*)?([^#\s,]+)#\d+:\s*[\w<>:, ]+?,\s*([^\n]+)$")
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    column: str
+    delay: str
+
+
+def watermark_spec(plan: str) -> WatermarkSpec | None:
+    """The event-time column and delay of the plan's withWatermark (the first one, as Spark prints it)."""
+    for line in plan.splitlines():
+        match = _WATERMARK.search(line.strip())
+        if match:
+            return WatermarkSpec(match.group(1).strip("`"), match.group(2).strip())
+    return None
+
+
+def parse_time(text: str) -> datetime:
+    """'2023-08-01 10:03:00', '2023-08-01T10:03:00Z' or with an offset: a point in time (UTC when none)."""
+    cleaned = text.strip().replace("Z", "+00:00")
+    try:
+        value = datetime.fromisoformat(cleaned)
+    except ValueError:
+        raise ConfigError(f"'{text}' is not an event time", "Write it as 2023-08-01 10:03:00 (UTC) or with an "
+                          "offset, 2023-08-01T10:03:00+02:00", code="bad_time") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _watermark_time(text: str | None) -> datetime | None:
+    if not text or text.startswith("1970-01-01T00:00:00"):
+        return None  # Spark's "no watermark yet"
+    return parse_time(text)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What would happen to a row of event time `at`."""
+
+    at: datetime
+    dropped_now: bool
+    watermark: datetime | None
+    first_dropping_batch: int | None  # the first batch whose watermark is at or past `at`
+    last_keeping_batch: int | None
+
+
+def verdict(history: list[Progress], at: datetime) -> Verdict:
+    """Spark drops a row from a stateful operator once its event time is at or before the batch's
+    watermark (for a window: once the window's end is)."""
+    marks = [(p.batch_id, _watermark_time(p.watermark)) for p in history]
+    current = next((mark for _, mark in reversed(marks) if mark is not None), None)
+    dropping = next((batch for batch, mark in marks if mark is not None and at <= mark), None)
+    keeping = [batch for batch, mark in marks if mark is None or at > mark]
+    return Verdict(at, current is not None and at <= current, current, dropping,
+                   keeping[-1] if keeping else None)
+
+
+def late_rows(history: list[Progress]) -> list[tuple[int, int]]:
+    """(batch, rows dropped) for every batch that dropped late rows."""
+    return [(p.batch_id, p.dropped_by_watermark) for p in history if p.dropped_by_watermark]

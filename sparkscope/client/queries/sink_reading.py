@@ -1,0 +1,145 @@
+"""Reading through a Session: a query's sink rows, batch SQL, plans, and cancelling what a thread runs."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from . import bounded_sink
+from .._pyspark import explain_string
+from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
+from ..logs import log
+from .dataframes import is_dataframe
+from .planning import BOUNDED, FILE_SINKS, sort_order
+from .query import Query
+from .tracking import QueryTracking
+from .rows import Rows, fetch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+class SinkReading(QueryTracking):
+    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
+        """A batch DataFrame over what a query wrote (memory table, file path or table)."""
+        try:
+            query = self.query(name_or_query)
+        except QueryNotFound:
+            if isinstance(name_or_query, Query):
+                raise
+            name = str(name_or_query)
+            df = self.spark.table(name)
+            try:
+                df.schema  # noqa: B018
+            except Exception as exc:
+                error = translate(exc)
+                if error.error_class and error.error_class.startswith("TABLE_OR_VIEW_NOT_FOUND"):
+                    raise QueryNotFound(f"No query or table named '{name}'",
+                                        "List them with ss.queries(), or start one with ss.start(df, name)",
+                                        code="no_query_or_table", data={"name": name}) from exc
+                raise error from exc
+            return df
+        if query.sink == "memory":
+            return self.spark.table(query.name)
+        if query.sink == BOUNDED and query.view:
+            return bounded_sink.rows_of(self.spark, query.view)
+        if query.sink == "table":
+            return self.spark.table(query.table or query.name)
+        if query.sink in FILE_SINKS and query.path:
+            return self.spark.read.format(query.format or query.sink).load(query.path)
+        raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
+                                   "Start it with the default sink to peek at its rows")
+
+    def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
+             order_by: str | list[str] | None = None) -> Rows:
+        """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
+        if int(n) < 0:
+            raise ConfigError(f"Cannot show {n} rows", "Pass a row count of 0 or more")
+        df = self.sink_dataframe(name_or_query)
+        with translated():
+            if where:
+                df = df.where(where)
+            if order_by:
+                keys = [key for spec in ([order_by] if isinstance(order_by, str) else order_by)
+                        for key in sort_order(spec)]
+                df = df.orderBy(*[df[name].desc() if descending else df[name] for name, descending in keys])
+            return fetch(df, int(n))
+
+    is_dataframe = staticmethod(is_dataframe)
+
+    def query_plan(self, name: str) -> str:
+        """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""
+        from .._pyspark import dataframe_from_plan
+
+        try:
+            query = self.query(name)
+            if query.state == "active":
+                return query.explain(extended=True)
+        except QueryNotFound:
+            pass
+        record = self.catalog.require(self.url, name)
+        if record.plan is None:
+            raise UnsupportedOperation(f"The plan of {name} was not kept", "Start it again to see its plan",
+                                       code="no_plan", data={"name": name})
+        return self.explain(dataframe_from_plan(self.spark, record.plan), extended=True)
+
+    # -- state ----------------------------------------------------------------------------------
+    def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
+              variable: str | None = None, timers: bool = False) -> DataFrame:
+        """What a stateful operator of query `name` holds, from its checkpoint (after its newest batch, or
+        `batch`), keys and values as columns; `timers`: the timers a transformWithState query has registered.
+        Works on running, stopped, failed and lost queries."""
+        from ..state.store import read_state
+
+        return read_state(self, name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
+
+    def state_changes(self, name: str, *, start: int | None = None, end: int | None = None,
+                      operator: int | None = None, store: str | None = None,
+                      variable: str | None = None) -> DataFrame:
+        """How the state of `name` changed, batch by batch: change type, key, old and new value."""
+        from ..state.store import state_changes
+
+        return state_changes(self, name, start=start, end=end, operator=operator, store=store, variable=variable)
+
+    def state_info(self, name: str) -> Any:
+        """The stateful operators of `name`: (StateOf, [(operator, schema, rows and bytes per partition)])."""
+        from ..state.store import state_info
+
+        return state_info(self, name)
+
+    def explain(self, df: DataFrame, extended: bool = False) -> str:
+        """The plan of a DataFrame, as DataFrame.explain() would print it."""
+        return str(call(explain_string, df, extended=extended))
+
+    def sql(self, statement: str, n: int = 1000) -> Rows:
+        """Run batch SQL and fetch up to `n` rows."""
+        def run() -> Rows:
+            df = self.spark.sql(statement)
+            if df.isStreaming:
+                raise UnsupportedOperation("This SQL reads a stream", "Start it with ss.start(spark.sql(…), NAME)",
+                                           code="sql_is_streaming")
+            return fetch(df, n)
+
+        return call(run)
+
+    # -- cancellation -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def operation(self, tag: str | None = None) -> Iterator[str]:
+        """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
+        tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
+        spark = self.spark  # the session may be closed meanwhile (:connect in the tagged command)
+        spark.addTag(tag)
+        try:
+            yield tag
+        finally:
+            spark.removeTag(tag)
+
+    def cancel(self, tag: str) -> list[str]:
+        """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
+        try:
+            return list(self.spark.interruptTag(tag))
+        except Exception:
+            log.debug("could not interrupt the operations tagged %s", tag, exc_info=True)
+            return []

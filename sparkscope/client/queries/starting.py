@@ -1,0 +1,335 @@
+"""Starting queries through a Session: checks, the sink, the catalog record, and restarting a recorded one."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..catalog import durable
+from . import bounded_sink
+from ..connection.capabilities import ADD_PACKAGES
+from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
+from ..catalog.records import ACTIVE, LOST, Record
+from ..catalog.checkpoints import Resumption, committed_batch
+from ..kafka.connector import is_kafka, reads_own_source
+from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
+from ..logs import log, swallowed
+from ..paths import for_server
+from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,
+                       memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
+from .query import Query
+from .dataframes import is_dataframe
+from .sink_reading import SinkReading
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+# one foreachBatch start at a time in this process (QueryStarting._start_foreach_batch)
+_FOREACH_BATCH_STARTS = threading.Lock()
+
+
+def not_a_dataframe(value: Any) -> ConfigError:
+    """What ss.start says of a value that is not a Spark DataFrame: its full type, and how to get one."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    if module == "pandas":
+        return ConfigError(f"This is a {name}, not a Spark DataFrame",
+                           "Start a streaming DataFrame, e.g. spark.readStream…; spark.createDataFrame(pdf) makes a "
+                           "batch one from pandas", code="not_a_dataframe")
+    return ConfigError(f"This is a {name}, not a Spark DataFrame", "Pass a streaming DataFrame (spark.readStream…)",
+                       code="not_a_dataframe")
+
+
+class QueryStarting(SinkReading):
+    def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
+              trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
+              table: str | None = None, options: dict[str, Any] | None = None,
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
+        """Start `df` as a query named `name`; the output mode is inferred.
+
+        Without a sink, an append or update stream goes to the bounded sink, which keeps the newest
+        `keep` rows ('10000', '50k', '10m', '10m,50000'; 10,000 rows by default), and a complete-mode
+        aggregation to Spark's memory sink, which holds one result. `sink="memory"` is Spark's memory
+        sink, which keeps every row."""
+        check_name(name)
+        if foreach_batch is not None:
+            sink = "foreach_batch"
+        if keep is not None and sink not in (None, BOUNDED):
+            raise ConfigError(f"Only the bounded sink keeps a number of rows, not the {sink} sink",
+                              "Leave out the sink, or keep", code="keep_needs_bounded")
+        retention = parse_keep(keep)
+        if sink is not None:
+            check_sink(sink)
+        parsed_trigger = parse_trigger(trigger)
+        if not is_dataframe(df):
+            raise not_a_dataframe(df)
+        existing = self._find_active_by_name(name)
+        if existing is not None:
+            raise ConfigError(f"A query named '{name}' is already running",
+                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
+                              code="query_exists", data={"name": name})
+        if sink in FILE_SINKS and not path:
+            raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
+        path = for_server(path, self.target.on_this_machine) if path else path
+        checkpoint = for_server(checkpoint, self.target.on_this_machine) if checkpoint else checkpoint
+        if sink == "table":
+            table = table or name
+        if not call(lambda: df.isStreaming):
+            raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
+                                       "Build it from spark.readStream or ss.source.*")
+        shape = plan_shape(call(explain_string, df, extended=True))
+        chosen = choose_mode(shape, sink or BOUNDED, mode)
+        asked = sink
+        sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
+        if sink == BOUNDED and parsed_trigger.kind == "continuous":
+            raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
+                                       "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "
+                                       "a processing-time trigger", code="continuous_bounded")
+        notes: list[str] = []
+        if sink in (BOUNDED, "foreach_batch"):
+            sink = self._python_sink_or_fallback(sink, defaulted=asked is None and keep is None, notes=notes)
+        grows = None if notes else memory_sink_warning(sink, chosen, parsed_trigger)
+        warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
+        if checkpoint is None and self.checkpoint_root is None and self.facts.first_time("no_checkpoint_root"):
+            notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query "
+                         "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH, or "
+                         "checkpoint=… in ss.start), or set that conf on the server")
+        plan, problem = durable.replay_check(self.spark, df, sink)
+        return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
+                            options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
+                            problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    def _python_sink_or_fallback(self, sink: str, *, defaulted: bool, notes: list[str]) -> str:
+        """`sink` when the server's Python can run Connect's foreachBatch; else Spark's memory sink for a sink
+        that was only the default (said once per session, in `notes`), or one line naming what the server lacks."""
+        problem = self.facts.get().foreach_batch_problem()
+        if problem is None:
+            return sink
+        if not defaulted:
+            what = "The bounded sink" if sink == BOUNDED else "foreach_batch"
+            raise UnsupportedOperation(f"{what} runs Python on the server, and this server cannot: {problem}",
+                                       f"Leave out keep and the sink (Spark's memory sink is used), or {ADD_PACKAGES}",
+                                       code="server_lacks_python", data={"problem": problem})
+        if self.facts.first_time("memory_fallback"):
+            notes.append(f"Spark's memory sink, not the bounded sink: {problem}. It keeps every row in the server's "
+                         f"memory (stop the query when done); for the bounded sink, {ADD_PACKAGES}")
+        return "memory"
+
+    def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
+                checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
+                foreach_batch: Callable[[Any, int], None] | None = None, warning: str | None = None,
+                plan: bytes | None = None, problem: str | None = None,
+                retention: Retention | None = None, notes: list[str] | None = None) -> Query:
+        """Start a checked query and record it in the catalog."""
+        with self.catalog.starting(self.url, name):
+            return self._launch_here(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path,
+                                     table=table, options=options, foreach_batch=foreach_batch, warning=warning,
+                                     plan=plan, problem=problem, retention=retention, notes=notes)
+
+    def _launch_here(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
+                     checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
+                     foreach_batch: Callable[[Any, int], None] | None, warning: str | None, plan: bytes | None,
+                     problem: str | None, retention: Retention | None, notes: list[str] | None) -> Query:
+        self._check_not_running_elsewhere(name)
+        view = None
+        if sink == BOUNDED:
+            self._drop_old_view(name)
+            view = bounded_sink.view_name(name)
+            with translated():
+                foreach_batch = bounded_sink.prepare(self.spark, df, name, view, retention or Retention(), chosen)
+        if checkpoint is None:
+            checkpoint = self.fresh_checkpoint(name)
+        writer = df.writeStream.queryName(name).outputMode(chosen)
+        if parsed_trigger.kind != "default":
+            writer = writer.trigger(**parsed_trigger.writer_kwargs())
+        if checkpoint:
+            writer = writer.option("checkpointLocation", checkpoint)
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
+        with translated(), own_calls():
+            if sink == "table":
+                handle = writer.toTable(table or name)
+            elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:
+                handle = self._start_foreach_batch(writer, foreach_batch)
+            elif sink in FILE_SINKS:
+                handle = writer.format(sink).start(path)
+            elif sink == "kafka":
+                self.kafka.remember(options or {})
+                handle = writer.format(self.kafka.format()).start()
+            else:
+                handle = writer.format(sink).start()
+        query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
+                      path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
+                      keep=retention if sink == BOUNDED else None, view=view)
+        query.notes.extend(notes or [])
+        if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
+                                                        for name, value in plan_fields(plan))):
+            query.notes.append(self.kafka.describe())
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _start_foreach_batch(self, writer: Any, function: Callable[[Any, int], None]) -> Any:
+        """writer.foreachBatch(function).start(), one at a time in this process, and once more when the worker did not
+        connect back although the server's Python can run it. The server starts the query's Python worker inside
+        the start call and gives it 10 s to connect back; starts made at once share the CPU for their workers'
+        imports, and on a busy 2-core machine all of them failed (8 of 8). The failed start left no query behind."""
+        for attempt in (1, 2):
+            with _FOREACH_BATCH_STARTS:
+                try:
+                    return writer.foreachBatch(function).start()
+                except Exception as exc:
+                    if (attempt == 2 or translate(exc).code != "python_worker_failed"
+                            or self.facts.get().foreach_batch_problem() is not None):
+                        raise
+                    log.info("the server's Python worker did not connect back in time (a busy server): "
+                             "starting the query once more")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _check_not_running_elsewhere(self, name: str) -> None:
+        """The catalog keeps one record per server and name, and `:restart NAME` / `--restore` bring back
+        that one: a second session's query of a name that runs in another session would take its record,
+        so it is refused while the first runs (Spark itself allows it: names are per session)."""
+        def other() -> Record | None:
+            try:
+                record = self.catalog.get(self.url, name)
+            except CatalogError:  # the start goes on; recording it will say that the catalog failed
+                return None
+            mine = record is None or record.session_id in (None, self.session_id)
+            return None if mine or record is None or record.state != ACTIVE else record
+
+        if other() is None:
+            return
+        self.lost_queries()  # a session that is gone, or no longer runs it, frees the name
+        record = other()
+        if record is not None:
+            when = time.strftime("%H:%M", time.localtime(record.started_at))
+            raise ConfigError(f"A query named '{name}' is running in another session ({str(record.session_id)[:8]}, "
+                              f"started by {record.started_by} at {when})",
+                              "Pick another name, or stop it in that session first", code="query_in_other_session",
+                              data={"name": name})
+
+    def fresh_checkpoint(self, name: str) -> str | None:
+        """A new folder under the server's checkpoint root for a query named `name` (None without a root).
+        Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
+        on) an unrelated query's offsets and state."""
+        root = self.checkpoint_root
+        return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
+
+    def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
+                       checkpoint: str | None, options: dict[str, Any], path: str | None = None,
+                       table: str | None = None) -> Query:
+        """A query that code of this process started with pyspark's own writeStream…start(): known to
+        this session as started here, and recorded in the catalog so that it can be restarted."""
+        plan, problem = durable.replay_check(self.spark, df, sink)
+        name = handle.name or handle.id[:8]
+        try:
+            parsed = parse_trigger(trigger)
+        except ConfigError:  # an interval Spark took and sparkscope does not spell: recorded as default
+            parsed = parse_trigger(None)
+        query = Query(handle, name=name, sink=sink, mode=mode or "append", trigger=parsed,
+                      checkpoint=checkpoint, path=path, table=table, fmt=sink if sink in FILE_SINKS else None)
+        try:  # it runs already (Spark allows one name per session): it only must not take the other's record
+            self._check_not_running_elsewhere(name)
+        except ConfigError as exc:
+            log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
+            return self._register(query, plan=plan, problem=exc.message, options=options, record=False)
+        return self._register(query, plan=plan, problem=problem, options=options)
+
+    def _register(self, query: Query, *, plan: bytes | None, problem: str | None,
+                  options: dict[str, Any] | None, record: bool = True) -> Query:
+        """Track a query this process started, and record it in the catalog (unless `record` is off)."""
+        name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
+        query.on_end = self._ended
+        query.restart_note = problem
+        query.files_here = self.target.on_this_machine
+        with self._lock:
+            self._queries[query.id] = query
+            self._started_here.add(query.id)
+        if not record:
+            return query
+        try:
+            self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
+                                      sink=sink, mode=query.mode, trigger=str(query.trigger),
+                                      options=dict(options or {}),
+                                      path=path, table_name=table, checkpoint=checkpoint,
+                                      restartable=problem is None, reason=problem,
+                                      keep=query.keep.spec() if query.keep else None, view=query.view)
+        except Exception as exc:  # the query runs; that it cannot come back is said, never swallowed
+            log.debug("recording %s in the catalog failed", name, exc_info=True)
+            problem = query.restart_note = (f"recording it in the catalog {self.catalog.path} failed "
+                                            f"({translate(exc).message})")
+        if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
+            log.info("%s cannot be restarted from the catalog: %s", name, problem)
+        return query
+
+    def _drop_old_view(self, name: str) -> None:
+        """An earlier run's rows of a bounded query (global views outlive sessions): gone when the name
+        starts again."""
+        views = {q.view for q in self.known_queries() if q.name == name and q.view}
+        with swallowed("reading the catalog"):
+            record = self.catalog.get(self.url, name)
+            if record is not None and record.view:
+                views.add(record.view)
+        for view in views:
+            with swallowed(f"dropping the view {view}"):
+                bounded_sink.drop(self.spark, view)
+
+    def _drop_views(self, running_too: bool) -> None:
+        """The rows kept by this session's bounded queries that ended (and, if asked, of running ones)."""
+        running = set() if running_too else {q.id for q in self.running()}
+        for query in self.known_queries():
+            if query.view and query.id not in running:
+                with swallowed(f"dropping the view {query.view}"):
+                    bounded_sink.drop(self.spark, query.view)
+
+    def restart(self, name: str, *, fresh: bool = False) -> Query:
+        """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
+        where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
+        record = self.catalog.require(self.url, name)
+        running = self._find_active_by_name(name)
+        if running is not None:
+            raise ConfigError(f"{name} is already running (id {running.id[:8]})", "Nothing was changed",
+                              code="already_running", data={"name": name})
+        if not record.restartable or record.plan is None:
+            raise UnsupportedOperation(f"{name} cannot be restarted: {record.reason or 'its plan was not kept'}",
+                                       "Build the DataFrame again and start it", code="not_restartable",
+                                       data={"name": name})
+        if record.sink == "memory" and record.mode != "complete" and not fresh:
+            # Spark refuses to recover a memory sink from its checkpoint outside complete mode (its rows
+            # lived in the old run's driver memory anyway): such a query starts over
+            log.info("%s writes to a memory sink in %s mode, which Spark cannot recover from a checkpoint: "
+                        "it starts over with a new one", name, record.mode)
+            fresh = True
+        if reads_own_source(record.plan):
+            with translated():
+                self.kafka.register()
+        checkpoint = None if fresh else record.checkpoint
+        if checkpoint is None:
+            resumption = Resumption(None, None, True)
+        elif self.target.on_this_machine:
+            resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
+        else:
+            resumption = Resumption(checkpoint, record.last_batch, False)
+        # checked when it first started: the plan, its mode and sink are not analysed again
+        query = self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
+                             parse_trigger(record.trigger), checkpoint=checkpoint,
+                             path=record.path, table=record.table_name, options=record.options, plan=record.plan,
+                             retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
+        query.resumption = resumption if query.checkpoint == checkpoint else Resumption(None, None, True)
+        return query
+
+    def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
+        """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
+        marking those that are gone from it); each with its new Query, or the error that kept it back."""
+        self.lost_queries()
+        restarted: list[tuple[Record, Query | SparkscopeError]] = []
+        for record in [r for r in self.catalog.records(self.url) if r.state == LOST]:
+            try:
+                restarted.append((record, self.restart(record.name)))
+            except SparkscopeError as exc:
+                restarted.append((record, exc))
+        return restarted

@@ -1,0 +1,150 @@
+"""Console-sink output on the client: each new micro-batch of a query, as rows.
+
+Spark's console sink prints on the server's stdout, which a Spark Connect client never sees. A
+Tail listens to the monitor and, after each batch, reads what that batch wrote. The bounded sink
+marks each row with its batch, so that is exact. Spark's memory sink appends in batch order: in
+append and update mode the rows added since the last batch, in complete mode the whole result.
+Reading happens on the Tail's own thread, so the monitor's event thread never waits on the server.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import bounded_sink
+from ..errors import SparkscopeError, UnsupportedOperation, translate
+from ..monitoring.monitor import Event
+from .rows import Rows, fetch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .query import Query
+    from ..session import Session
+
+
+@dataclass(frozen=True)
+class TailBatch:
+    query: str
+    batch_id: int
+    rows: Rows
+    total: int  # rows the batch produced (complete mode: rows in the result)
+    mode: str
+
+    @property
+    def more(self) -> int:
+        return max(0, self.total - len(self.rows.rows))
+
+
+class Tail:
+    def __init__(self, session: Session, query: Query, on_batch: Callable[[TailBatch], None],
+                 on_error: Callable[[str], None] | None = None, limit: int = 20):
+        if query.sink != "memory" and not query.view:
+            raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only queries of the default "
+                                       "or memory sink can be tailed",
+                                       f"Start it with the default sink: ss.start(df, '{query.name}')",
+                                       code="sink_not_tailable", data={"name": query.name})
+        self.session = session
+        self.query = query
+        self.limit = limit
+        self._on_batch = on_batch
+        self._on_error = on_error or (lambda message: None)
+        self._events: queue.Queue[Event | None] = queue.Queue()
+        self._seen_rows = 0
+        self._last_batch = -1
+        self._unsubscribe: Callable[[], None] | None = None
+        self._thread: threading.Thread | None = None
+        self.active = False
+        self._stopped = False  # stop() was called: a batch read meanwhile is not printed
+
+    def start(self, from_start: bool = False) -> Tail:
+        """Print the batches that come from now on; `from_start` (a query just started, as a console
+        sink prints it): from its first batch, also when that batch ended before this call."""
+        if not self.query.view and not from_start:
+            table = self.session.spark.table(self.query.name)
+            self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
+        latest = None if from_start else self.query.progress
+        self._last_batch = latest.batch_id if latest else -1
+        self.active = True
+        self._thread = threading.Thread(target=self._run, name=f"sparkscope-tail-{self.query.name}", daemon=True)
+        self._thread.start()
+        self._unsubscribe = self.session.monitor.subscribe(self._on_event)
+        if from_start:  # a batch that ended before the subscription: read now (a later event is skipped)
+            done = self.query.progress
+            if done is not None:
+                self._events.put(Event("progress", self.query.id, self.query.name, progress=done))
+        return self
+
+    def finish(self, timeout: float) -> None:
+        """After its query was stopped: print the batches it wrote before it ended (their events come before the
+        end's), waiting at most `timeout` seconds, then stop, so that no batch prints after the caller says the
+        query stopped (Spark's console sink printed them before stop() returned)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.stop()
+
+    def stop(self) -> None:
+        self._stopped = True
+        if not self.active:
+            return
+        self.active = False
+        if self._unsubscribe:
+            self._unsubscribe()
+        self._events.put(None)
+
+    def _on_event(self, event: Event) -> None:
+        if event.query_id != self.query.id:
+            return
+        if event.kind in ("progress", "terminated"):
+            self._events.put(event)
+
+    def _run(self) -> None:
+        while True:
+            event = self._events.get()
+            if event is None:
+                return
+            if event.kind == "terminated":
+                self.active = False
+                if self._unsubscribe:
+                    self._unsubscribe()
+                return
+            progress = event.progress
+            if progress is None or progress.batch_id <= self._last_batch:
+                continue
+            self._last_batch = progress.batch_id
+            try:
+                batch = self._read(progress.batch_id, progress.input_rows)
+            except SparkscopeError as exc:
+                self._on_error(f"tail {self.query.name}: {exc}")
+                continue
+            except Exception as exc:
+                self._on_error(f"tail {self.query.name}: {translate(exc)}")
+                continue
+            if batch is not None and not self._stopped:
+                self._on_batch(batch)
+
+    def _count(self, table: Any) -> int:
+        return int(table.count())
+
+    def _read(self, batch_id: int, input_rows: int) -> TailBatch | None:
+        if self.query.view:
+            rows = bounded_sink.batch_of(self.session.spark, self.query.view, batch_id)
+            total = self._count(rows)
+            if total == 0:
+                return None
+            return TailBatch(self.query.name, batch_id, fetch(rows, self.limit), total, self.query.mode)
+        table = self.session.spark.table(self.query.name)
+        if self.query.mode == "complete":
+            if input_rows == 0 and batch_id > 0:
+                return None  # nothing arrived, so the result did not change
+            total = self._count(table)
+            return TailBatch(self.query.name, batch_id, fetch(table, self.limit), total, "complete")
+        total = self._count(table)
+        new = total - self._seen_rows
+        if new <= 0:
+            return None
+        rows = fetch(table.offset(self._seen_rows), min(new, self.limit))
+        self._seen_rows = total
+        return TailBatch(self.query.name, batch_id, rows, new, self.query.mode)

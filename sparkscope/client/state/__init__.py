@@ -1,0 +1,1 @@
+"""A stateful query's state store: reading it, its changes, its columns."""

@@ -1,0 +1,1 @@
+"""The interactive REPL: the executor that runs Python and colon commands, its worker threads and context."""

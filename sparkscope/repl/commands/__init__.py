@@ -1,0 +1,1 @@
+"""The colon commands: the one registry, and the commands by concern."""

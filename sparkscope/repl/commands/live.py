@@ -1,0 +1,88 @@
+"""The colon commands that follow queries as they run: the dashboard, tails and alerts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import time
+
+from .streams import int_option
+from .registry import Arg, Complete, Options, Runs, UsageError, command, flag, valued
+from ..output.results import Message, Result, Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import CommandContext
+
+
+@command("watch", "A live full-screen dashboard of the queries (q leaves it)",
+         args=(Arg("NAME", optional=True, repeat=True, complete=Complete.QUERY),), runs=Runs.FULLSCREEN)
+def watch(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    from ..output.dashboard import Dashboard
+
+    session = ctx.session
+    names = [session.query(name).name for name in args]
+    live = ctx.live()
+
+    def stop_query(name: str) -> str:
+        session.query(name).stop()
+        return f"stopped {name}"
+
+    def read_state(name: str, width: int) -> str:
+        from ...client.state.store import fetch_state
+        from .state import STATE_ROWS
+        from ..output.render import render_table
+
+        rows = fetch_state(session, name, session.state(name), STATE_ROWS + 1)
+        more = "; :state NAME --limit N shows more" if len(rows.rows) > STATE_ROWS else ""
+        table = Table(rows.columns, rows.rows[:STATE_ROWS], title=f"{name}: its state after the newest batch",
+                      footer=f"({min(len(rows.rows), STATE_ROWS)} rows{more}; q back)")
+        return render_table(table, width)
+
+    dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}",
+                          read_state=read_state)
+    live.dashboard = dashboard
+    try:
+        dashboard.run()
+    finally:
+        live.dashboard = None
+    return None
+
+
+@command("tail", "Print each new micro-batch of a query above the prompt, like the console sink "
+         "(--stop ends it)", args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
+         options=(flag("follow"), valued("limit", "N"), flag("stop")), runs=Runs.WAITS)
+def tail(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    live = ctx.live()
+    if opts.flag("stop"):
+        stopped = live.untail(args[0] if args else None)
+        if args and not stopped:
+            raise UsageError(f"{args[0]} is not being tailed", "See what is: :tail --stop stops them all")
+        return Message(f"Stopped tailing {', '.join(stopped)}" if stopped else "Nothing is being tailed")
+    if not args:
+        raise UsageError(":tail needs a query name", f"Usage: {tail.usage}")
+    query = ctx.session.query(args[0])
+    if query.state != "active":
+        raise UsageError(f"{query.name} is not running ({query.state})", f"Start it again: :start {query.name}")
+    limit = int_option(opts.text("limit"), "rows", minimum=1) if "limit" in opts else 20
+    feed = live.tail(query, limit)
+    if not opts.flag("follow"):
+        return Message(f"Tailing {query.name}: each new batch prints above the prompt "
+                       f"(:tail --stop {query.name} ends it)")
+    ctx.on_cancel(lambda: f"Stopped tailing {query.name}" if live.untail(query.name) else None)
+    while feed.active:
+        time.sleep(0.1)
+    live.untail(query.name)
+    return Message(f"{query.name} ended ({query.state})")
+
+
+@command("alerts", "Turn the one-line alerts above the prompt on or off",
+         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off")),))
+def alerts(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    live = ctx.live()
+    if args:
+        choice = args[0].lower()
+        if choice not in ("on", "off"):
+            raise UsageError(f"'{args[0]}' is not on or off", f"Usage: {alerts.usage}")
+        live.alerts_on = choice == "on"
+    return Message(f"Alerts are {'on' if live.alerts_on else 'off'} (failures, falling behind, slow batches, "
+                   "rows dropped by the watermark, state without bound)", {"alerts": live.alerts_on})

@@ -1,0 +1,207 @@
+"""The colon commands of the session and the REPL itself: SQL, settings, connecting, help and leaving."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import contextlib
+import re
+from collections.abc import Callable
+
+from ...client.errors import SparkscopeError, call
+from .streams import int_option
+from .registry import Arg, Complete, Options, Tail, UsageError, command, flag, key_value, valued
+from ..output.render import busy_tasks, short_id
+from ..output.results import Block, Message, Result, Table
+
+SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
+SESSION_SAMPLE = 0.5  # seconds of the embedded server's CPU :session samples for its computing tasks
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...client.connection.capabilities import Capabilities
+    from ..context import CommandContext
+
+
+# -- SQL and session --------------------------------------------------------------------------------
+@command("sql", "Run batch SQL (memory sink tables included) and show the result (QUERY --limit N: more rows)",
+         args=(Arg("QUERY"),), tail=Tail.RAW)
+def sql(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    statement, limit = _sql_limit(args[0])
+    rows = ctx.session.sql(statement, n=limit + 1)  # one more than shown tells whether there are more
+    footer = None
+    if len(rows) > limit:
+        footer = f"(first {limit:,} rows; --limit N for more)"
+    return Table(rows.columns, rows.rows[:limit], footer=footer)
+
+
+def _sql_limit(text: str) -> tuple[str, int]:
+    """`:sql … --limit N`: the statement and how many rows to show (1000 by default)."""
+    match = re.search(r"\s--limit\s+(\S+)\s*$", text)
+    if not match:
+        return text, SQL_ROWS
+    return text[:match.start()].rstrip(), int_option(match.group(1), "rows")
+
+
+@command("conf", "Show or set a Spark SQL configuration value", args=(Arg("KEY[=VALUE]", optional=True),))
+def conf(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    spark = ctx.session.spark
+    if not args:
+        rows = ctx.session.sql("SET").rows
+        return Table(["key", "value"], [r[:2] for r in rows])
+    key, given = key_value(args[0], ":conf KEY=VALUE, e.g. :conf spark.sql.shuffle.partitions=4",
+                           value_required=False)
+    if given is not None:
+        call(spark.conf.set, key, given)
+        return Message(f"{key} = {given}")
+    return Message(f"{key} = {call(spark.conf.get, key, None)}")
+
+
+@command("connect", "Connect again (after the server went away), or switch to another server or session",
+         args=(Arg("URL", optional=True),), options=(valued("session-id", "ID"), flag("last")), needs_session=False)
+def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    from ...client.connection.probe import try_probe
+    from ...client.connection.remote import validate_session_id
+    from ...client.session import Session
+    from ...server.connecting import open_session as open_here, reattach as rejoin, resolve_target
+
+    url, session_id = (args[0] if args else None), opts.text("session-id")
+    if session_id is not None:
+        validate_session_id(session_id)
+    current = ctx.session_or_none()
+    opener: Callable[[], Session] | None
+    if opts.flag("last"):
+        if session_id is not None:
+            raise UsageError("Give --session-id or --last, not both", f"Usage: {connect.usage}")
+
+        def reattach() -> Session:
+            if url is None and current is not None:
+                return rejoin(current.target)
+            return rejoin(resolve_target(url))
+
+        opener = reattach
+    elif url is None and session_id is None:
+        if ctx.connecting:
+            raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
+        if current is not None and try_probe(current.target, timeout=2) is not None:
+            with contextlib.suppress(SparkscopeError):  # the server answers: does it still know us?
+                current.check()
+                return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
+                               ":connect URL switches to another server.")
+        opener = ctx.opener
+    else:
+        def open_session() -> Session:
+            if url is None and current is not None:  # another session on the same server
+                return open_here(current.target.with_session(session_id))
+            return open_here(resolve_target(url, session_id=session_id))
+
+        opener = open_session
+    if opener is None:
+        raise UsageError("There is nothing to connect to", "Give a URL: :connect sc://host:15002")
+    session, old, left = ctx.switch_session(opener)
+    note = ""
+    if left and old is not None:
+        note = (f" Left {', '.join(left)} running in the previous session; "
+                f"reattach with :connect {old.target.bare_url} --session-id {old.session_id}")
+    from .catalog import lost_note
+
+    lost = lost_note(session)
+    return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "
+                   f"Spark {session.server_version}).{note}" + (f"\n{lost}" if lost else ""))
+
+
+@command("session", "Show the server URL, session id, Spark version and user")
+def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    session = ctx.session
+    user = session.user or "-"
+    rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
+            ["user", user], ["reattach", ctx.reattach_command()]]
+    ui = session.spark_ui()
+    if ui is not None:
+        rows.append(["spark UI", ui])
+    rows.append(["server", server_row(session.facts.known())])
+    tasks = busy_tasks(session.busy_tasks(window=SESSION_SAMPLE))
+    if tasks is not None:
+        rows.append(["tasks", tasks])
+    return Table(["field", "value"], rows, footer="")
+
+
+@command("server", "What this server can run for this client: Spark, its Python and packages, Kafka, checkpoints, "
+         "auth (--refresh asks it again)", options=(flag("refresh"),))
+def server(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    return capability_table(ctx.session.facts.get(refresh=opts.flag("refresh")))
+
+
+def capability_table(caps: Capabilities) -> Table:
+    """`:server` and `sparkscope server check`: each capability, what it enables, what is missing, how to add it."""
+    checks = caps.checks()
+    rows = [[c.capability, "-" if c.ok is None else ("ok" if c.ok else "MISSING"), c.found, c.enables, c.fix]
+            for c in checks]
+    missing = [c.capability for c in checks if c.ok is False]
+    footer = ("Everything sparkscope uses works on this server." if not missing else
+              f"Missing: {', '.join(missing)}. What needs it falls back, or says in one line what the server lacks.")
+    return Table(["capability", "status", "found", "enables", "to add it"], rows, footer=footer,
+                 droppable=("enables",))
+
+
+def server_row(caps: Capabilities | None) -> str:
+    """The `server` row of :session: what is known of the server (nothing is asked for it)."""
+    if caps is None:
+        return "not asked yet (:server asks)"
+    missing = [c.capability for c in caps.checks() if c.ok is False]
+    python = caps.python.version or "no Python"
+    return (f"Spark {caps.spark_version}, Python {python}; "
+            + ("everything sparkscope uses works" if not missing else f"missing: {', '.join(missing)} (:server)"))
+
+
+KEYS = """\
+Key bindings (Emacs by default; [repl] vi = true in config.toml or :set vi on for vi keys)
+
+  Enter            run the line (a block ends with a blank line, as in python)
+  Tab              complete commands, options, query and DataFrame names, Python names
+  Up / Down        previous / next line from the history
+  Ctrl-R           search the history backwards; Enter takes the match, Esc leaves it
+  Ctrl-X Ctrl-E    edit the line in $EDITOR (v in vi mode)
+  Ctrl-C           cancel the line, or the running command (streaming queries keep running)
+  Ctrl-D           leave (asks what to do with running queries)
+  Ctrl-A / Ctrl-E  start / end of the line; Alt-B / Alt-F word back / forward
+  Right at the end accept the grey suggestion from the history
+
+In :watch: Up/Down select, Enter details, s stop, p pause, ? help, q or Esc back."""
+
+
+@command("set", "Show or change REPL settings (vi: vi key bindings)",
+         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("vi",)),
+               Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off"))), needs_session=False)
+def set_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    if not args:
+        return Message(f"vi = {'on' if ctx.vi_mode else 'off'}", {"vi": ctx.vi_mode})
+    if args[0] != "vi" or len(args) != 2 or args[1] not in ("on", "off"):
+        raise UsageError(f"Cannot set '{' '.join(args)}'", "Usage: :set vi on|off")
+    ctx.vi_mode = args[1] == "on"
+    return Message(f"vi key bindings are {args[1]}", {"vi": ctx.vi_mode})
+
+
+@command("help", "List the commands, or show how to use one; :help keys lists the keys",
+         args=(Arg("COMMAND|keys", optional=True, complete=Complete.COMMAND),), needs_session=False)
+def help_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    if args and args[0] == "keys":
+        return Block(KEYS)
+    if args:
+        cmd = ctx.registry.lookup(args[0].lstrip(":"))
+        aliases = f"\nAliases: {', '.join(':' + a for a in cmd.aliases)}" if cmd.aliases else ""
+        return Block(f"{cmd.usage}\n\n{cmd.summary}.{aliases}")
+    rows = [[f":{c.name}", c.summary] for c in sorted(ctx.registry.commands.values(), key=lambda c: c.name)]
+    return Table(["command", "what it does"], rows,
+                 footer="Write PySpark in between: spark, ss, F, T, col, expr, lit and window are ready. "
+                        ":help COMMAND shows its usage.")
+
+
+@command("trace", "Show the full traceback of the last error", needs_session=False)
+def trace(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    return Block(ctx.last_traceback or "No error yet.")
+
+
+@command("quit", "Leave sparkscope (asks about running queries)", aliases=("exit", "q"), needs_session=False)
+def quit_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    ctx.request_exit()
+    return None

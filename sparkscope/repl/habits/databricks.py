@@ -1,0 +1,103 @@
+"""Databricks habits in the REPL: display(), and one clear line for what exists only there.
+
+`display(df)` is how Databricks users look at a DataFrame, and the seeds use it. A batch DataFrame
+is shown as a table. A streaming one starts as a query into the bounded sink (display_query_N, or
+streamName=), and its batches are printed as they come, as :tail prints them, until Ctrl-C; the
+query keeps running, as in Databricks, until :stop. `%sql` runs as :sql; dbutils and the other magics
+say what to use here instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...client.queries.rows import fetch
+from .pyspark import free_query_name
+from ..commands.registry import UsageError
+from ..output.render import render
+from ..output.results import Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import CommandContext
+
+DISPLAY_ROWS = 1000  # Databricks shows the first 1,000 rows of a batch DataFrame
+
+
+class Display:
+    """`display` in the REPL's namespace."""
+
+    def __init__(self, executor: CommandContext):
+        self._executor = executor
+
+    def __repr__(self) -> str:
+        return "display(df): a table of a DataFrame, or a streaming DataFrame's batches as they come"
+
+    def __call__(self, df: Any, *, streamName: str | None = None, processingTime: str | None = None,  # noqa: N803
+                 checkpointLocation: str | None = None, **_ignored: Any) -> None:  # noqa: N803
+        executor = self._executor
+        session = executor.session
+        if not session.is_dataframe(df):
+            executor.out.write(repr(df) + "\n")
+            return None
+        if not df.isStreaming:
+            rows = fetch(df, DISPLAY_ROWS + 1)
+            more = len(rows.rows) > DISPLAY_ROWS
+            executor.out.write(render(Table(rows.columns, rows.rows[:DISPLAY_ROWS],
+                                                  footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)) + "\n")
+            return None
+        name = streamName or free_query_name(session, "display_query")
+        query = session.start(df, name, trigger=processingTime, checkpoint=checkpointLocation)
+        executor.err.write(f"display: started {name} (:stop {name} ends it); its batches follow"
+                           + ("; Ctrl-C stops showing them, the query keeps running" if executor.interactive else "")
+                           + "\n")
+        executor.err.flush()
+        live = executor.live()
+        live.tail(query, from_start=True)
+        if not executor.interactive:
+            return None  # a script goes on; the batches print as they come
+        try:
+            query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (pyspark_habits)
+        finally:
+            live.untail(name)
+        return None
+
+
+class DatabricksOnly:
+    """dbutils: any use says what to use here instead, in one line."""
+
+    def __init__(self, name: str, instead: str):
+        self._name = name
+        self._instead = instead
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise UsageError(f"{self._name}.{attribute} exists only on Databricks", self._instead)
+
+    def __repr__(self) -> str:
+        return f"{self._name} exists only on Databricks. {self._instead}"
+
+
+DBUTILS = ("Use Python here: os, shutil and pathlib for files (dbutils.fs), input() or sys.argv for widgets, "
+           "os.environ for secrets")
+
+
+def magic(line: str) -> str | None:
+    """A cell starting with a Databricks magic (`%sql …`): the colon command to run instead, or None when
+    the magic has no equivalent here (UsageError says what to do)."""
+    name = line.strip()[1:].split(None, 1)[0] if line.strip()[1:].strip() else ""
+    body = line.strip()[1 + len(name):].strip()
+    if name == "sql":
+        if not body:
+            raise UsageError("%sql needs a statement", "e.g. %sql SELECT * FROM counts")
+        return f":sql {' '.join(body.split())}"
+    if name == "python":
+        return None
+    instead = {"fs": "Use Python's os, shutil and pathlib, or :checkpoints for checkpoint folders",
+               "md": "Markdown cells are notes: leave them out, or keep them as # comments",
+               "sh": "Run shell commands in your terminal, or with subprocess.run in Python",
+               "pip": "Install packages into sparkscope's environment with pip, outside the REPL",
+               "run": "Run another script with: sparkscope -f FILE, or exec(open(FILE).read()) here",
+               "scala": "Only Python and SQL run here (Spark Connect's Python client)"}.get(
+        name, "Magics are a notebook's: write Python, a colon command or %sql")
+    raise UsageError(f"%{name} is a Databricks notebook magic", instead)

@@ -1,0 +1,1 @@
+"""Everything printed: rendering, results, charts, the :watch dashboard, live output above the prompt."""

@@ -1,0 +1,121 @@
+"""The REPL's live side: alerts and tailed batches printed above the prompt while the user types.
+
+Everything here reacts to monitor events. Output goes to the REPL's stdout, which the shell
+routes above the prompt (prompt-toolkit's patch_stdout); while `:watch` owns the screen, alerts go
+to the dashboard's footer instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ...client.monitoring.alerts import AlertRules
+from ...client.monitoring.monitor import Event
+from ..settings import repl_setting
+from ...client.queries.tail import Tail, TailBatch
+from .render import cell, render
+from .results import Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...client.queries.query import Query
+    from ...client.session import Session
+
+
+class Live:
+    """Alerts and tails of one session; `out` gives the stream they print to (the REPL's stdout, which the
+    shell routes above the prompt)."""
+
+    def __init__(self, out: Callable[[], TextIO], session: Session):
+        self._out = out
+        self.session = session
+        self.alerts_on = bool(repl_setting("alerts"))
+        self.tails: dict[str, Tail] = {}
+        self._truncate: dict[str, int | None] = {}  # per tailed query: cells cut to this many characters
+        self.dashboard: Any = None
+        self._rules = AlertRules(self._trigger_seconds)
+        self._lock = threading.Lock()
+        self._unsubscribe = session.monitor.subscribe(self._on_event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        for tail in list(self.tails.values()):
+            tail.stop()
+
+    # -- alerts ---------------------------------------------------------------------------------------
+    def _trigger_seconds(self, name: str) -> float | None:
+        for query in reversed(self.session.known_queries()):
+            if query.name == name and query.trigger.kind == "processing":
+                return query.trigger.seconds
+        return None
+
+    def _on_event(self, event: Event) -> None:
+        alerts = self._rules.feed(event)  # always fed, so streaks are right when alerts come back on
+        if self.alerts_on:
+            for alert in alerts:
+                details = f" (details: :exception {alert.query})" if alert.kind == "failed" else ""
+                if event.code == "server_gone":
+                    details = ". When it is back: :connect, then :restart --lost"
+                self.say(f"{alert}{details}")
+
+    def say(self, text: str) -> None:
+        dashboard = self.dashboard
+        if dashboard is not None:
+            dashboard.message = text
+            dashboard.app.invalidate()
+            return
+        with self._lock:
+            out = self._out()
+            out.write(text + "\n")
+            out.flush()
+
+    # -- tails ------------------------------------------------------------------------------------------
+    def tail(self, query: Query, limit: int = 20, truncate: int | None = None, from_start: bool = False) -> Tail:
+        """Print each new batch of `query` (its first `limit` rows; with `truncate`, each cell cut to that
+        many characters, as Spark's console sink does)."""
+        self._truncate[query.name] = truncate
+        existing = self.tails.get(query.name)
+        if existing is not None and existing.active and existing.query.id == query.id:
+            return existing
+        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit).start(from_start)
+        self.tails[query.name] = tail
+        return tail
+
+    def untail(self, name: str | None = None) -> list[str]:
+        names = [name] if name else list(self.tails)
+        stopped = []
+        for key in names:
+            tail = self.tails.pop(key, None)
+            if tail is not None:
+                tail.stop()
+                stopped.append(key)
+        return stopped
+
+    def finish_tails(self, names: list[str], timeout: float = 3.0) -> None:
+        """The queries `names` were stopped: their tails print what came before the end, then stop."""
+        for name in names:
+            tail = self.tails.pop(name, None)
+            if tail is not None:
+                tail.finish(timeout)
+
+    def _print_batch(self, batch: TailBatch) -> None:
+        if self.dashboard is not None:
+            self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")
+            return
+        more = f" (and {batch.more} more)" if batch.more else ""
+        what = "rows in the result" if batch.mode == "complete" else "new rows"
+        cut = self._truncate.get(batch.query)
+        rows = [[_cut(value, cut) for value in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
+        table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
+                      footer=f"({batch.total} {what}{more})")
+        self.say(render(table))
+
+
+def _cut(value: Any, width: int) -> Any:
+    """Spark's console sink: a cell longer than `width` shows its first width-3 characters and '...'
+    (of the text the table shows: a window is {start, end}, not a Python dict)."""
+    text = cell(value)
+    if len(text) <= width:
+        return value
+    return text[: width - 3] + "..."

@@ -1,0 +1,1 @@
+"""The prompt: prompt-toolkit's session, completion, highlighting, statements, the terminal."""

@@ -1,0 +1,58 @@
+"""Pure logic of cli/args: no server."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+
+def test_what_follows_a_script_is_the_scripts_own_argv():
+    from sparkscope.cli.args import split_script_args
+
+    assert split_script_args(["-f", "job.py", "localhost", "9999"]) == (["-f", "job.py"], ["localhost", "9999"])
+    assert split_script_args(["--remote", "sc://h:1", "job.py", "-f", "x"]) == (
+        ["--remote", "sc://h:1", "-f", "job.py"], ["-f", "x"])  # the script's own flags are its own
+    assert split_script_args(["-fjob.sps", "a"]) == (["-fjob.sps"], ["a"])
+    assert split_script_args(["-c", "print('x.py')", "--detach"]) == (["-c", "print('x.py')", "--detach"], [])
+    assert split_script_args(["server", "start", "--port", "1"]) == (["server", "start", "--port", "1"], [])
+
+
+@pytest.mark.parametrize("argv, subcommand", [
+    (["--remote", "sc://spark.example:15002"], None),
+    (["-c", "1", "--format", "json"], None),
+    (["server", "status", "--format", "json"], "server"),
+    (["--port", "15010", "checkpoints"], "checkpoints"),
+])
+def test_the_command_line_builds_the_subcommands_only_when_named(argv, subcommand):
+    from sparkscope.cli.args import build_parser
+
+    args = build_parser(argv).parse_args(argv)
+    assert args.subcommand == subcommand
+
+
+def test_a_mistyped_subcommand_still_lists_the_real_ones(capsys):
+    from sparkscope.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'serve' (choose from 'checkpoints', 'server')" in capsys.readouterr().err
+
+
+def test_output_into_a_pipe_closed_early_ends_quietly():
+    """`sparkscope server logs | head -1`: the reader has gone, so the command ends as `cat` would, without
+    a BrokenPipeError traceback (the real command, its stdout a pipe whose read end is closed)."""
+    import subprocess
+
+    from tests.helpers import sparkscope_bin
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sparkscope_bin(), "--version"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -1,0 +1,80 @@
+"""Checkpoint housekeeping: sizes, owners, and a prune that never deletes what a restartable query needs."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from sparkscope.client.catalog.records import Record
+from sparkscope.client.catalog.checkpoints import LOW_SPACE, committed_batch, no_space_at, parse_age, prune, scan
+from sparkscope.client.errors import ConfigError
+
+
+def record(name, checkpoint, *, state="stopped", sink="parquet", mode="append", restartable=True):
+    return Record(server="sc://localhost:1", name=name, query_id=name, session_id="s", plan=b"p", sink=sink,
+                  mode=mode, trigger="default", options={}, path=None, table_name=None, checkpoint=str(checkpoint),
+                  started_by="me", started_at=0.0, state=state, last_batch=3, ended_at=None, error=None,
+                  restartable=restartable, reason=None, seen_at=None)
+
+
+def make(root, name, days_old, size=1000):
+    folder = root / name / "offsets"
+    folder.mkdir(parents=True)
+    (folder / "0").write_bytes(b"x" * size)
+    then = time.time() - days_old * 86400
+    for path in (folder / "0", folder, folder.parent):
+        os.utime(path, (then, then))
+    return folder.parent
+
+
+def test_prune_keeps_every_checkpoint_a_restartable_query_needs(tmp_path):
+    root = tmp_path / "checkpoints"
+    records = [
+        record("counts", make(root, "counts-1", 30)),  # stopped parquet: it can resume
+        record("lost", make(root, "lost-1", 30), state="lost"),
+        record("failed", make(root, "failed-1", 30), state="failed"),
+        record("running", make(root, "running-1", 30), state="active"),
+        record("ticks", make(root, "ticks-1", 30), sink="memory"),  # a stopped memory sink cannot resume
+        record("local", make(root, "local-1", 30), restartable=False),
+    ]
+    make(root, "orphan-1", 30, size=5000)  # no record at all
+    make(root, "fresh-1", 1)  # too young
+    removed = prune(root, records, parse_age("7d"))
+    assert sorted(c.path.name for c in removed) == ["local-1", "orphan-1", "ticks-1"]
+    assert sum(c.size for c in removed) == 7000
+    left = {c.path.name: c for c in scan(root, records)}
+    assert sorted(left) == ["counts-1", "failed-1", "fresh-1", "lost-1", "running-1"]
+    assert left["counts-1"].owner.name == "counts" and left["counts-1"].size == 1000
+
+
+def test_ages_are_read_with_their_unit():
+    assert parse_age("7d") == 7 * 86400 and parse_age("12h") == 43200 and parse_age("30m") == 1800
+    with pytest.raises(ConfigError) as err:
+        parse_age("a week")
+    assert str(err.value) == "'a week' is not an age. Write a number and a unit: 30m, 12h, 7d or 2w."
+
+
+def test_the_batch_a_restart_resumes_after_is_read_from_the_checkpoint_itself(tmp_path):
+    checkpoint = tmp_path / "cp"
+    assert committed_batch(str(checkpoint)) is None  # deleted (or never made)
+    (checkpoint / "commits").mkdir(parents=True)
+    assert committed_batch(f"file:{checkpoint}") is None  # made, nothing committed
+    for name in ("0", "1", "7", ".7.crc", "tmp"):
+        (checkpoint / "commits" / name).write_text("v1")
+    assert committed_batch(f"file:{checkpoint}") == 7
+
+
+def test_a_full_disk_is_named_at_the_first_path_whose_disk_has_no_room(tmp_path):
+    class Usage:
+        def __init__(self, free):
+            self.free = free
+
+    roomy, full = tmp_path / "roomy", tmp_path / "full"
+    roomy.mkdir()
+    full.mkdir()
+    left = {str(roomy): LOW_SPACE * 10, str(full): 4096}
+    usage = lambda path: Usage(left[path])  # noqa: E731 - which disk has how much room, as statvfs would say
+    assert no_space_at([None, f"file:{roomy}/cp"], usage) is None
+    assert no_space_at([f"file:{roomy}/cp", str(full / "out" / "part")], usage) == (str(full / "out" / "part"), 4096)

@@ -1,0 +1,60 @@
+"""Pure logic of client/errors: no server."""
+
+from __future__ import annotations
+
+
+
+from sparkscope.client.errors import translate
+
+
+def test_translate_keeps_one_line_and_the_error_class():
+    class AnalysisException(Exception):
+        def getCondition(self):
+            return "TABLE_OR_VIEW_NOT_FOUND"
+
+    err = translate(AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table `t` cannot be found. SQLSTATE: 42P01\nJVM"))
+    assert str(err) == ("The table `t` cannot be found. Check the name with spark.sql('SHOW TABLES'), or start the "
+                        "query that creates it.")
+    assert err.error_class == "TABLE_OR_VIEW_NOT_FOUND" and err.code == "table_not_found"
+    from sparkscope.repl.output.render import error_line
+
+    assert error_line(err) == ("error: The table `t` cannot be found. Check the name with :sql SHOW TABLES, or start "
+                               "the query that creates it.")
+
+
+def test_translate_leaves_out_the_java_class_pyspark_puts_first():
+    """spark.read.format('nope').load(): the server's SparkClassNotFoundException has no pyspark class, so
+    pyspark's message starts with the Java class's name in brackets; the one line starts with what went wrong."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    exc = SparkConnectGrpcException(
+        "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: nope. Make sure the provider name is correct. "
+        "SQLSTATE: 42K02", errorClass="DATA_SOURCE_NOT_FOUND", reason="org.apache.spark.SparkClassNotFoundException")
+    assert str(exc).startswith("(org.apache.spark.SparkClassNotFoundException) [DATA_SOURCE_NOT_FOUND]")
+    err = translate(exc)
+    assert err.message == "Failed to find the data source: nope. Make sure the provider name is correct"
+    assert err.error_class == "DATA_SOURCE_NOT_FOUND"
+
+
+def test_a_sql_syntax_error_loses_spark_position_noise():
+    class ParseException(Exception):
+        def getCondition(self):
+            return "PARSE_SYNTAX_ERROR"
+
+    err = translate(ParseException("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'. SQLSTATE: 42601 (line 1, pos 0)"))
+    assert str(err) == "Syntax error at or near 'SELEC'. Check the SQL or DDL syntax."
+
+
+def test_a_query_name_in_use_says_which_and_what_to_do():
+    from sparkscope.client.errors import translate
+    from sparkscope.repl.output.render import error_line
+
+    class IllegalArgumentException(Exception):
+        pass
+
+    error = translate(IllegalArgumentException(
+        "Cannot start query with name counts as a query with that name is already active in this SparkSession"))
+    assert error.code == "query_exists" and error.data == {"name": "counts"}
+    assert error.hint == "Stop it first (ss.query('counts').stop()) or pick another queryName"
+    assert error_line(error) == ("error: Cannot start query with name counts as a query with that name is already "
+                                 "active in this SparkSession. Stop it first (:stop counts) or pick another name.")

@@ -1,0 +1,66 @@
+"""Pure logic of client/remote: no server."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sparkscope.client.errors import ConfigError
+from sparkscope.client.paths import for_server
+from sparkscope.client.connection.remote import parse_url, redact, resolve
+
+
+def test_parse_url_with_params_token_and_session():
+    t = parse_url("sc://h.example:443/;use_ssl=true;token=abc;session_id=0b8a0c56-8f5e-4c8a-9d5c-7d3f2b9c1e00")
+    assert (t.host, t.port, t.use_ssl, t.token) == ("h.example", 443, True, "abc")
+    assert t.display == "sc://h.example:443/;use_ssl=true;session_id=0b8a0c56-8f5e-4c8a-9d5c-7d3f2b9c1e00;token=***"
+    assert "abc" not in repr(t)
+    assert parse_url("sc://localhost").port == 15002
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("http://x:1", "is not a Spark Connect URL"), ("sc://x:port", "'port' is not a valid port"),
+    ("sc://", "has no host"), ("sc://x:1/;session_id=nope", "'nope' is not a session id"),
+    ("sc://x:1/;junk", "Bad parameter 'junk'"),
+])
+def test_parse_url_errors(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_url(bad)
+
+
+def test_relative_paths_are_made_absolute_only_for_a_server_on_this_machine(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse_url("sc://localhost:1").on_this_machine and parse_url("sc://127.0.0.1:1").on_this_machine
+    assert not parse_url("sc://spark.example:1").on_this_machine
+    assert for_server("data/events", True) == str(tmp_path / "data" / "events")
+    assert for_server("data/events", False) == "data/events"
+    for unchanged in ("/abs/dir", "s3a://bucket/key", "file:/tmp/x", "hdfs://nn/x"):
+        assert for_server(unchanged, True) == unchanged
+
+
+def test_redact_hides_tokens_everywhere():
+    assert redact("sc://h:1/;token=abc;x=1") == "sc://h:1/;token=***;x=1"
+    assert redact(":connect sc://h/;TOKEN=zz") == ":connect sc://h/;TOKEN=***"
+
+
+def test_precedence_flag_env_profile_local(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('default_profile = "dev"\n[profiles.dev]\nremote = "sc://prof:3"\ntoken_env = "DEV_TOKEN"\n')
+    env = {"SPARK_REMOTE": "sc://env:2", "DEV_TOKEN": "t0k"}
+    assert resolve("sc://flag:1", env=env, config_path=config).host == "flag"
+    assert resolve(None, env=env, config_path=config).source == "env"
+    picked = resolve(None, env={"DEV_TOKEN": "t0k"}, config_path=config)
+    assert (picked.host, picked.source, picked.token) == ("prof", "profile", "t0k")
+    assert resolve(None, env={}, config_path=tmp_path / "missing.toml") is None
+    assert resolve("sc://f:1", env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": "e"}, config_path=config).token == "e"
+
+
+def test_profile_with_token_must_be_private(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[profiles.p]\nremote = "sc://h:1"\ntoken = "secret"\n')
+    os.chmod(config, 0o644)
+    with pytest.raises(ConfigError, match="holds a token but other users can read it"):
+        resolve(None, profile="p", env={}, config_path=config)
+    os.chmod(config, 0o600)
+    assert resolve(None, profile="p", env={}, config_path=config).token == "secret"

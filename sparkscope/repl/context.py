@@ -4,26 +4,74 @@ the executor and everything it runs. The Executor provides it; commands see only
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.session import Session
     from .output.live import Live
-    from .commands.registry import Registry
+
+
+class CommandDoc(Protocol):
+    """What :help shows of a command."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def usage(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
+class CommandIndex(Protocol):
+    """The registry, as :help reads it."""
+
+    @property
+    def commands(self) -> Mapping[str, CommandDoc]: ...
+
+    def lookup(self, name: str) -> CommandDoc: ...
 
 
 class CommandContext(Protocol):
+    """Read-only but for the user's namespace: a command returns what it changes (a table's layout, the vi mode)
+    in its result, and the executor applies it."""
+
     namespace: dict[str, Any]  # the user's Python names (spark, ss, their DataFrames)
-    interactive: bool  # a terminal, not a script
-    vi_mode: bool
-    format_override: str | None  # a command's own choice of layout for its result (vertical)
-    last_traceback: str | None
-    stop_requested: bool  # spark.stop() on the REPL's session: a new one opens once the input ends
-    cancelled: threading.Event  # set when the running command is cancelled or abandoned
-    opener: Callable[[], Session] | None  # how the current session was opened
-    registry: Registry
-    confirm: Callable[[str], bool]  # ask a yes/no question (False in scripts)
+
+    @property
+    def interactive(self) -> bool:
+        """A terminal, not a script."""
+
+    @property
+    def vi_mode(self) -> bool: ...
+
+    @property
+    def last_traceback(self) -> str | None: ...
+
+    @property
+    def stop_requested(self) -> bool:
+        """spark.stop() on the REPL's session: a new one opens once the input ends."""
+
+    def request_session_stop(self) -> None: ...
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the running command is cancelled or abandoned."""
+
+    @property
+    def opener(self) -> Callable[[], Session] | None:
+        """How the current session was opened."""
+
+    @property
+    def registry(self) -> CommandIndex: ...
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question (False in scripts)."""
 
     @property
     def out(self) -> TextIO: ...

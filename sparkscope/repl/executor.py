@@ -37,7 +37,6 @@ class Executor(SessionHolder):
         self._notices: set[str] = set()
         self.echo_values = True  # show an expression's value; off in a .py script, as python runs it
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
-        self.format_override: str | None = None
         self.registry: Any = None  # the colon commands: see warm_up
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
@@ -83,6 +82,9 @@ class Executor(SessionHolder):
             from .commands.registry import UsageError
 
             raise UsageError(f"{type(exc).__name__}: {exc}", "Check the expression") from None
+
+    def request_session_stop(self) -> None:
+        self.stop_requested = True
 
     def request_exit(self, code: object = None) -> None:
         self.exit_requested = True
@@ -150,7 +152,6 @@ class Executor(SessionHolder):
         from .worker import cancel_notice, command_timeout, run_in_worker
 
         name = line[1:].split(" ", 1)[0]
-        self.format_override = None
         self._cancel_hooks = []
         try:
             invocation = self.registry.parse(line)
@@ -221,7 +222,11 @@ class Executor(SessionHolder):
         from .prompt.terminal import page
 
         json = self.fmt == "json"
-        text = show(name, result, self.fmt if json else self.format_override or self.fmt)
+        from .output.results import Message
+
+        if isinstance(result, Message) and result.vi_mode is not None:
+            self.vi_mode = result.vi_mode  # the shell's next prompt edits in that mode
+        text = show(name, result, self.fmt)
         if text and not (not json and self.interactive and page(text)):
             self.out.write(text + "\n")
         self.out.flush()

@@ -9,13 +9,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..client.deadline import Call
 from ..client.errors import Cancelled, DeadlineExceeded
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .context import CommandContext
+from .context import CommandContext
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 SLOW_NOTICE = 2.0
@@ -76,7 +74,13 @@ def command_timeout() -> float | None:
     return value if value > 0 else None
 
 
-def run_in_worker(ctx: CommandContext, work: Callable[[], Any], *, deadline: float | None = None,
+class CommandRunner(CommandContext, Protocol):
+    """The executor, as the worker sees it: the one who starts each command's cancel event."""
+
+    cancelled: threading.Event
+
+
+def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: float | None = None,
                   interrupt: bool = True, user_code: bool = False) -> Any:
     """Run `work` in a thread under an operation tag. Ctrl-C (or the deadline) returns at once:
     the tag is interrupted in the background (never interruptAll, which stops streams; never a

@@ -11,10 +11,15 @@ import difflib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...client.errors import ConfigError
 from ..output.results import Result
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import CommandContext
+
+    CommandFunc = Callable[[CommandContext, list[str], "Options"], Result]
 
 
 class UsageError(ConfigError):
@@ -99,7 +104,7 @@ def multi(name: str, metavar: str = "") -> Opt:
 @dataclass
 class Command:
     name: str
-    func: Callable[..., Result]
+    func: CommandFunc
     summary: str
     args: tuple[Arg, ...] = ()
     options: tuple[Opt, ...] = ()
@@ -154,9 +159,9 @@ class Invocation:
 
 def command(name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tuple[Opt, ...] = (),
             aliases: tuple[str, ...] = (), tail: Tail = Tail.WORDS, runs: Runs = Runs.WORKER,
-            needs_session: bool = True) -> Callable[[Callable[..., Any]], Command]:
-    """Declare a colon command: the function, with its usage and help. command_list.py registers it."""
-    def declare(func: Callable[..., Any]) -> Command:
+            needs_session: bool = True) -> Callable[[CommandFunc], Command]:
+    """Declare a colon command: the function, with its usage and help. commands/listing.py registers it."""
+    def declare(func: CommandFunc) -> Command:
         return Command(name, func, summary, tuple(args), tuple(options), aliases, tail, runs, needs_session)
 
     return declare

@@ -177,8 +177,7 @@ def set_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         return Message(f"vi = {'on' if ctx.vi_mode else 'off'}", {"vi": ctx.vi_mode})
     if args[0] != "vi" or len(args) != 2 or args[1] not in ("on", "off"):
         raise UsageError(f"Cannot set '{' '.join(args)}'", "Usage: :set vi on|off")
-    ctx.vi_mode = args[1] == "on"
-    return Message(f"vi key bindings are {args[1]}", {"vi": ctx.vi_mode})
+    return Message(f"vi key bindings are {args[1]}", {"vi": args[1] == "on"}, vi_mode=args[1] == "on")
 
 
 @command("help", "List the commands, or show how to use one; :help keys lists the keys",

@@ -179,10 +179,7 @@ def peek(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     footer = None
     if n > PEEK_MAX and len(rows) == PEEK_MAX:
         footer = (f"(first {PEEK_MAX:,} rows; :peek {args[0]} {n} --export FILE.csv writes all {n:,} to a file)")
-    table = Table(rows.columns, rows.rows, footer=footer)
-    if opts.flag("vertical"):
-        ctx.format_override = "vertical"
-    return table
+    return Table(rows.columns, rows.rows, footer=footer, layout="vertical" if opts.flag("vertical") else None)
 
 
 @command("status", "Show a query's state, status message and where it writes",

@@ -310,7 +310,7 @@ def _stop(original: Any, spark: Any) -> Any:
     call = current()
     if call is None or not call.executor.owns_spark(spark):
         return original(spark)
-    call.executor.stop_requested = True  # closed when this input ends: the REPL asks, then opens a new one
+    call.executor.request_session_stop()  # closed when this input ends: the REPL asks, then opens a new one
     return None
 
 

@@ -194,7 +194,7 @@ def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
         return "\n".join(filter(None, (render(r, fmt, width) for r in result)))
     if isinstance(result, Table):
         width = width or terminal_width()
-        if fmt == "vertical":
+        if fmt == "vertical" or result.layout == "vertical":
             return render_vertical(result, width)
         result = narrowed(result, width)
         # like pgcli's auto_expand: a table that cannot fit the terminal is shown one record at a time

@@ -16,17 +16,19 @@ class Table:
     footer: str | None = None
     # columns that may be left out, least useful first, when the table is wider than the terminal
     droppable: tuple[str, ...] = ()
+    layout: str | None = None  # "vertical": one record at a time, whatever the terminal's width (:peek --vertical)
 
     def without(self, names: set[str]) -> Table:
         keep = [i for i, c in enumerate(self.columns) if c not in names]
         return Table([self.columns[i] for i in keep], [[row[i] for i in keep] for row in self.rows],
-                     self.title, self.footer)
+                     self.title, self.footer, layout=self.layout)
 
 
 @dataclass
 class Message:
     text: str
     data: dict[str, object] = field(default_factory=dict)  # what --format json shows besides the text
+    vi_mode: bool | None = None  # :set vi on|off: the editing mode the executor switches to
 
 
 @dataclass

@@ -1,8 +1,7 @@
-"""`sparkscope.connect()` and the Session: a pyspark Connect SparkSession plus streaming helpers.
+"""The Session: a pyspark Connect SparkSession plus streaming helpers (sparkscope.connect() makes one).
 
-The Session is built in layers, one concern each: its shared state (session_base), the queries it knows
-(query_tracking), reading their sinks (sink_reading), and starting them (query_starting). This file opens,
-checks and closes it.
+It holds its parts, one concern each: the queries it knows (queries/tracking.py), reading their sinks and state
+(queries/sink_reading.py), and starting them (queries/starting.py). This file opens, checks and closes it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings,
+from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings, user_id,
                        session_builder, session_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
@@ -23,12 +22,20 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, S
                      SparkscopeError, call, explain_unreachable, session_closed, translate,
                      translated)
 from .connection.probe import probe
-from .queries.starting import QueryStarting
+from .queries.dataframes import is_dataframe
+from .queries.query import Query, QueryInfo
+from .queries.rows import Rows
+from .queries.sink_reading import SinkReader
+from .queries.starting import QueryStarter
+from .queries.tracking import QueryBook
 from .connection.remote import Target
-from .session_base import KEEPALIVE_SECONDS, SESSION_MARKER
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
     from pyspark.sql.connect.session import SparkSession
+
+    from .monitoring.monitor import Monitor
+    from .monitoring.progress import Progress
 
 RETRIES = 3  # after 0.2, 0.4 and 0.8 s
 CLOSE_DEADLINE = 10.0  # seconds for close() in all: listener, stopping queries, releasing
@@ -65,13 +72,21 @@ class ServerHere(Protocol):
     def out_of_memory_exit(self) -> SparkscopeError | None: ...
 
 
+KEEPALIVE_SECONDS = 300.0
+# Set in every session sparkscope opens: a session id the server does not know comes back without it.
+SESSION_MARKER = "sparkscope.session.opened"
+
 # what a closed Session still answers: who it was, and the client-side catalog
 USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "target", "server_version", "server_home", "catalog",
                                 "started_here", "known_queries", "user"})
 
 
-class Session(QueryStarting):
-    """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession."""
+class Session:
+    """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession. Like pyspark's own
+    session holds its managers, it holds its parts: the queries it knows (QueryBook), reading their sinks and
+    state (SinkReader), and starting them (QueryStarter); its methods below hand each call to the part's."""
+
+    is_dataframe = staticmethod(is_dataframe)
 
     _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
     _handed_back = False  # close() has finished: its public methods now say so instead of failing in pyspark
@@ -84,12 +99,220 @@ class Session(QueryStarting):
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
                  keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None,
                  here: ServerHere | None = None):
-        super().__init__(spark, target, server_version, server_home)
+        from .connection.capabilities import KnownServers, ServerFacts
+        from .kafka.connector import KafkaSupport
+        from .paths import state_dir
+        from .queries.sources import Sources
+
+        self.spark = spark
+        self.target = target
+        self.server_version = server_version
+        self.kafka = KafkaSupport(spark, server_version, target.profile)
+        # what the server can run (its Python, Kafka connector, checkpoint root), asked on first need
+        self.facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,
+                                 kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
+                                 auth=bool(target.token), tls=target.needs_tls,
+                                 known=KnownServers(Path(server_home or state_dir()) / "servers.json"))
+        self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
+        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
+        self._queries: dict[str, Query] = {}
+        self._started_here: set[str] = set()  # ids of the queries this process started (not found)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._checkpoint_root: str | None = None
+        self._stop_keepalive = threading.Event()
+        self._monitor: Monitor | None = None
+        self.catalog = Catalog.in_home(server_home)
+        self._batch_recorded: dict[str, float] = {}
+        self._stop_explaining: Callable[[], None] = lambda: None
+        self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
+        self._book = QueryBook(self)
+        self._sinks = SinkReader(self, self._book)
+        self._starter = QueryStarter(self, self._book)
         self.here = here  # the embedded server of this machine, when this session may be on it
         self._warming: threading.Thread | None = None
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
+
+    def activate(self) -> None:
+        """Make this the session pyspark's getActiveSession() returns in the calling thread (and the
+        default one in every thread)."""
+        make_active(self.spark)
+
+    def _known_to_server(self) -> bool:
+        """Whether this session existed before we attached: our marker, or queries of its own."""
+        if call(self.spark.conf.get, SESSION_MARKER, None):
+            return True
+        return bool(self._queries)
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return str(self.target.session_id)
+
+    @property
+    def user(self) -> str | None:
+        """The user name the server sees (SPARK_USER or USER on this machine)."""
+        return user_id(self.spark)
+
+    @property
+    def url(self) -> str:
+        """The server URL with the token hidden."""
+        return self.target.with_session(None).display
+
+    def __repr__(self) -> str:
+        return f"<sparkscope.Session {self.url} session_id={self.session_id}>"
+
+    @property
+    def checkpoint_root(self) -> str | None:
+        if self._checkpoint_root is None:
+            value = call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
+            self._checkpoint_root = value or ""
+        return self._checkpoint_root or None
+
+    # -- QueryBook (queries/tracking.py) ----------------------------------------------------
+    def query(self, name_or_id: str | Query) -> Query:
+        """Find a query by name, id, or unique id prefix (active ones first)."""
+        return self._book.query(name_or_id)
+
+    def queries(self, all: bool = False) -> list[QueryInfo]:  # noqa: A002 - the word users expect
+        """Every query of this session: active ones and those that stopped or failed (until reset)."""
+        return self._book.queries(all)
+
+    def running(self) -> list[Query]:
+        """This session's active queries (one RPC), including ones sparkscope did not start."""
+        return self._book.running()
+
+    def started_here(self, query: Query) -> bool:
+        """Whether this process started `query` (not found it: reattached, or another client's)."""
+        return self._book.started_here(query)
+
+    def known_queries(self) -> list[Query]:
+        """The queries this process knows of in this session, without an RPC (for completion, alerts)."""
+        return self._book.known_queries()
+
+    def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
+        """The progress of the query's last `last` batches (or of its latest one): from the monitor when
+        it listens (no RPC), otherwise one call to the server."""
+        return self._book.recent_progress(query, last)
+
+    def active_count(self) -> int:
+        """How many of this session's queries run, as far as this process knows, without an RPC: the
+        monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
+        return self._book.active_count()
+
+    def stop_all(self) -> list[str]:
+        return self._book.stop_all()
+
+    def await_any_termination(self, timeout: float | None = None) -> bool:
+        return self._book.await_any_termination(timeout)
+
+    def reset_terminated(self) -> int:
+        """Forget stopped and failed queries; returns how many were forgotten."""
+        return self._book.reset_terminated()
+
+    @property
+    def monitor(self) -> Monitor:
+        """Live progress of every query of this session, pushed by a listener (started on first use)."""
+        return self._book.monitor
+
+    def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
+        """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
+        return self._book.forget(name, delete_checkpoint=delete_checkpoint)
+
+    def idle_timeout(self) -> tuple[float, bool]:
+        """(seconds, known): how long the server keeps this session, and its queries, once no client
+        calls it; assumed to be Spark's default 60 minutes when the server does not say."""
+        return self._book.idle_timeout()
+
+    def lost_queries(self) -> list[Record]:
+        """Catalogued queries recorded as running that no longer run because their session is gone from
+        the server (restarted, or timed out): marked lost, and returned. Each other session they ran in costs a
+        look into it: about five RPCs (the probe, its marker, its active queries twice, its release)."""
+        return self._book.lost_queries()
+
+    def catalog_records(self) -> list[Record]:
+        """This server's catalog, after marking the queries that are gone from the server as lost."""
+        return self._book.catalog_records()
+
+    # -- SinkReader (queries/sink_reading.py) -----------------------------------------------
+    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
+        """A batch DataFrame over what a query wrote (memory table, file path or table)."""
+        return self._sinks.sink_dataframe(name_or_query)
+
+    def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
+             order_by: str | list[str] | None = None) -> Rows:
+        """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
+        return self._sinks.peek(name_or_query, n, where, order_by)
+
+    def query_plan(self, name: str) -> str:
+        """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""
+        return self._sinks.query_plan(name)
+
+    def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
+              variable: str | None = None, timers: bool = False) -> DataFrame:
+        """What a stateful operator of query `name` holds, from its checkpoint (after its newest batch, or
+        `batch`), keys and values as columns; `timers`: the timers a transformWithState query has registered.
+        Works on running, stopped, failed and lost queries."""
+        return self._sinks.state(name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
+
+    def state_changes(self, name: str, *, start: int | None = None, end: int | None = None,
+                      operator: int | None = None, store: str | None = None,
+                      variable: str | None = None) -> DataFrame:
+        """How the state of `name` changed, batch by batch: change type, key, old and new value."""
+        return self._sinks.state_changes(name, start=start, end=end, operator=operator, store=store, variable=variable)
+
+    def state_info(self, name: str) -> Any:
+        """The stateful operators of `name`: (StateOf, [(operator, schema, rows and bytes per partition)])."""
+        return self._sinks.state_info(name)
+
+    def explain(self, df: DataFrame, extended: bool = False) -> str:
+        """The plan of a DataFrame, as DataFrame.explain() would print it."""
+        return self._sinks.explain(df, extended)
+
+    def sql(self, statement: str, n: int = 1000) -> Rows:
+        """Run batch SQL and fetch up to `n` rows."""
+        return self._sinks.sql(statement, n)
+
+    def operation(self, tag: str | None = None) -> contextlib.AbstractContextManager[str]:
+        """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
+        return self._sinks.operation(tag)
+
+    def cancel(self, tag: str) -> list[str]:
+        """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
+        return self._sinks.cancel(tag)
+
+    # -- QueryStarter (queries/starting.py) -------------------------------------------------
+    def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
+              trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
+              table: str | None = None, options: dict[str, Any] | None = None,
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
+        """Start `df` as a query named `name`; the output mode is inferred."""
+        return self._starter.start(df, name, sink, mode=mode, trigger=trigger, checkpoint=checkpoint, path=path, table=table, options=options, foreach_batch=foreach_batch, keep=keep)
+
+    def fresh_checkpoint(self, name: str) -> str | None:
+        """A new folder under the server's checkpoint root for a query named `name` (None without a root).
+        Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
+        on) an unrelated query's offsets and state."""
+        return self._starter.fresh_checkpoint(name)
+
+    def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
+                       checkpoint: str | None, options: dict[str, Any], path: str | None = None,
+                       table: str | None = None) -> Query:
+        """A query that code of this process started with pyspark's own writeStream…start(): known to
+        this session as started here, and recorded in the catalog so that it can be restarted."""
+        return self._starter.record_started(handle, df, sink=sink, mode=mode, trigger=trigger, checkpoint=checkpoint, options=options, path=path, table=table)
+
+    def restart(self, name: str, *, fresh: bool = False) -> Query:
+        """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
+        where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
+        return self._starter.restart(name, fresh=fresh)
+
+    def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
+        """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
+        marking those that are gone from it); each with its new Query, or the error that kept it back."""
+        return self._starter.restart_lost()
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
@@ -114,7 +337,7 @@ class Session(QueryStarting):
                     "restarted)", "Connect without session_id to open a new session", code="session_unknown",
                     data={"session_id": str(target.session_id)})
             if target.session_id:  # rejoined (it has our marker): its running queries are this session's
-                session._adopt_active()
+                session._book.adopt_active()
             else:
                 with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
                     call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
@@ -308,7 +531,7 @@ class Session(QueryStarting):
         steps: list[tuple[Callable[[], object], str]] = (
             [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
         if drop_views and any(q.view for q in self.known_queries()):
-            steps.append((lambda: self._drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
+            steps.append((lambda: self._starter.drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         steps.append((self.spark.stop, "releasing the session"))
         for step, what in steps:
             left = deadline - time.monotonic()

@@ -14,7 +14,7 @@ from ..client.errors import ConfigError, SparkscopeError
 from ..client.logs import swallowed
 from ..client.connection.remote import Target, resolve
 from ..client.session import Session
-from ..client.session_base import KEEPALIVE_SECONDS
+from ..client.session import KEEPALIVE_SECONDS
 from .local import UI_READERS, LocalServer
 
 

@@ -173,7 +173,7 @@ def test_complete_mode_keeps_the_latest_result_only(ss, keeper):
 
 def test_eight_bounded_sink_queries_started_at_once_from_threads_all_run(ss):
     """The server gives each query's Python worker 10 s to connect back; eight started together on a busy 2-core
-    machine all failed before (QueryStarting._start_foreach_batch, spark_install.spark_home)."""
+    machine all failed before (QueryStarter._start_foreach_batch, spark_install.spark_home)."""
     import threading
 
     ticks = ss.spark.readStream.format("rate").option("rowsPerSecond", 2).load()

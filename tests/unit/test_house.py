@@ -89,3 +89,32 @@ def test_no_function_over_60_lines():
                 if lines > MAX_FUNCTION:
                     long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({lines} lines)")
     assert long == []
+
+
+def _class_parents() -> dict[str, list[str]]:
+    """Each class of ours, by name, with the names of its bases that are classes of ours too."""
+    classes: dict[str, list[str]] = {}
+    trees = [ast.parse(path.read_text()) for path in PACKAGE.rglob("*.py")]
+    ours = {node.name for tree in trees for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base).split(".")[-1] for base in node.bases]
+                classes[node.name] = [base for base in bases if base in ours and base != node.name]
+    return classes
+
+
+def test_no_class_of_ours_is_stacked_three_deep():
+    """Compose, don't stack: a class holds its parts (as the Session holds its QueryBook, SinkReader and
+    QueryStarter). Errors are the one hierarchy, so exceptions are left aside."""
+    parents = _class_parents()
+
+    def depth(name: str) -> int:
+        return 1 + max((depth(parent) for parent in parents.get(name, [])), default=0)
+
+    def is_error(name: str) -> bool:
+        return name.endswith(("Error", "Exception")) or any(is_error(parent) for parent in parents.get(name, []))
+
+    deep = sorted(name for name in parents if depth(name) >= 3 and not is_error(name))
+    assert deep == [], deep
+    assert depth("AuthenticationFailed") == 3, "the depth is counted (the errors' own hierarchy is three deep)"

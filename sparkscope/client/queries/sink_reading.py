@@ -14,23 +14,31 @@ from ..logs import log
 from .dataframes import is_dataframe
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
-from .tracking import QueryTracking
 from .rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from .owner import OwningSession
+    from .tracking import QueryBook
 
-class SinkReading(QueryTracking):
+
+class SinkReader:
+    """Reading through a Session: a query's sink rows, batch SQL, plans and state, and cancelling what a thread runs."""
+
+    def __init__(self, session: OwningSession, book: QueryBook) -> None:
+        self._s = session
+        self._book = book
+
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
         """A batch DataFrame over what a query wrote (memory table, file path or table)."""
         try:
-            query = self.query(name_or_query)
+            query = self._book.query(name_or_query)
         except QueryNotFound:
             if isinstance(name_or_query, Query):
                 raise
             name = str(name_or_query)
-            df = self.spark.table(name)
+            df = self._s.spark.table(name)
             try:
                 df.schema  # noqa: B018
             except Exception as exc:
@@ -42,13 +50,13 @@ class SinkReading(QueryTracking):
                 raise error from exc
             return df
         if query.sink == "memory":
-            return self.spark.table(query.name)
+            return self._s.spark.table(query.name)
         if query.sink == BOUNDED and query.view:
-            return bounded_sink.rows_of(self.spark, query.view)
+            return bounded_sink.rows_of(self._s.spark, query.view)
         if query.sink == "table":
-            return self.spark.table(query.table or query.name)
+            return self._s.spark.table(query.table or query.name)
         if query.sink in FILE_SINKS and query.path:
-            return self.spark.read.format(query.format or query.sink).load(query.path)
+            return self._s.spark.read.format(query.format or query.sink).load(query.path)
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
                                    "Start it with the default sink to peek at its rows")
 
@@ -74,16 +82,16 @@ class SinkReading(QueryTracking):
         from .._pyspark import dataframe_from_plan
 
         try:
-            query = self.query(name)
+            query = self._book.query(name)
             if query.state == "active":
                 return query.explain(extended=True)
         except QueryNotFound:
             pass
-        record = self.catalog.require(self.url, name)
+        record = self._s.catalog.require(self._s.url, name)
         if record.plan is None:
             raise UnsupportedOperation(f"The plan of {name} was not kept", "Start it again to see its plan",
                                        code="no_plan", data={"name": name})
-        return self.explain(dataframe_from_plan(self.spark, record.plan), extended=True)
+        return self.explain(dataframe_from_plan(self._s.spark, record.plan), extended=True)
 
     # -- state ----------------------------------------------------------------------------------
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
@@ -93,7 +101,7 @@ class SinkReading(QueryTracking):
         Works on running, stopped, failed and lost queries."""
         from ..state.store import read_state
 
-        return read_state(self, name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
+        return read_state(self._s, name, batch=batch, operator=operator, store=store, variable=variable, timers=timers)
 
     def state_changes(self, name: str, *, start: int | None = None, end: int | None = None,
                       operator: int | None = None, store: str | None = None,
@@ -101,13 +109,13 @@ class SinkReading(QueryTracking):
         """How the state of `name` changed, batch by batch: change type, key, old and new value."""
         from ..state.store import state_changes
 
-        return state_changes(self, name, start=start, end=end, operator=operator, store=store, variable=variable)
+        return state_changes(self._s, name, start=start, end=end, operator=operator, store=store, variable=variable)
 
     def state_info(self, name: str) -> Any:
         """The stateful operators of `name`: (StateOf, [(operator, schema, rows and bytes per partition)])."""
         from ..state.store import state_info
 
-        return state_info(self, name)
+        return state_info(self._s, name)
 
     def explain(self, df: DataFrame, extended: bool = False) -> str:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""
@@ -116,7 +124,7 @@ class SinkReading(QueryTracking):
     def sql(self, statement: str, n: int = 1000) -> Rows:
         """Run batch SQL and fetch up to `n` rows."""
         def run() -> Rows:
-            df = self.spark.sql(statement)
+            df = self._s.spark.sql(statement)
             if df.isStreaming:
                 raise UnsupportedOperation("This SQL reads a stream", "Start it with ss.start(spark.sql(…), NAME)",
                                            code="sql_is_streaming")
@@ -129,7 +137,7 @@ class SinkReading(QueryTracking):
     def operation(self, tag: str | None = None) -> Iterator[str]:
         """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
         tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
-        spark = self.spark  # the session may be closed meanwhile (:connect in the tagged command)
+        spark = self._s.spark  # the session may be closed meanwhile (:connect in the tagged command)
         spark.addTag(tag)
         try:
             yield tag
@@ -139,7 +147,7 @@ class SinkReading(QueryTracking):
     def cancel(self, tag: str) -> list[str]:
         """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
         try:
-            return list(self.spark.interruptTag(tag))
+            return list(self._s.spark.interruptTag(tag))
         except Exception:
             log.debug("could not interrupt the operations tagged %s", tag, exc_info=True)
             return []

@@ -22,13 +22,15 @@ from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, chec
                        memory_sink_warning, parse_keep, parse_trigger, plan_shape, watermark_warning)
 from .query import Query
 from .dataframes import is_dataframe
-from .sink_reading import SinkReading
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from .owner import OwningSession
+    from .tracking import QueryBook
 
-# one foreachBatch start at a time in this process (QueryStarting._start_foreach_batch)
+
+# one foreachBatch start at a time in this process (QueryStarter._start_foreach_batch)
 _FOREACH_BATCH_STARTS = threading.Lock()
 
 
@@ -45,7 +47,13 @@ def not_a_dataframe(value: Any) -> ConfigError:
                        code="not_a_dataframe")
 
 
-class QueryStarting(SinkReading):
+class QueryStarter:
+    """Starting queries for a Session, and starting catalogued ones again."""
+
+    def __init__(self, session: OwningSession, book: QueryBook) -> None:
+        self._s = session
+        self._book = book
+
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
               table: str | None = None, options: dict[str, Any] | None = None,
@@ -68,15 +76,15 @@ class QueryStarting(SinkReading):
         parsed_trigger = parse_trigger(trigger)
         if not is_dataframe(df):
             raise not_a_dataframe(df)
-        existing = self._find_active_by_name(name)
+        existing = self._book.find_active_by_name(name)
         if existing is not None:
             raise ConfigError(f"A query named '{name}' is already running",
                               f"Stop it first (ss.query('{name}').stop()) or pick another name",
                               code="query_exists", data={"name": name})
         if sink in FILE_SINKS and not path:
             raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
-        path = for_server(path, self.target.on_this_machine) if path else path
-        checkpoint = for_server(checkpoint, self.target.on_this_machine) if checkpoint else checkpoint
+        path = for_server(path, self._s.target.on_this_machine) if path else path
+        checkpoint = for_server(checkpoint, self._s.target.on_this_machine) if checkpoint else checkpoint
         if sink == "table":
             table = table or name
         if not call(lambda: df.isStreaming):
@@ -95,11 +103,11 @@ class QueryStarting(SinkReading):
             sink = self._python_sink_or_fallback(sink, defaulted=asked is None and keep is None, notes=notes)
         grows = None if notes else memory_sink_warning(sink, chosen, parsed_trigger)
         warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
-        if checkpoint is None and self.checkpoint_root is None and self.facts.first_time("no_checkpoint_root"):
+        if checkpoint is None and self._s.checkpoint_root is None and self._s.facts.first_time("no_checkpoint_root"):
             notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query "
                          "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH, or "
                          "checkpoint=… in ss.start), or set that conf on the server")
-        plan, problem = durable.replay_check(self.spark, df, sink)
+        plan, problem = durable.replay_check(self._s.spark, df, sink)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
@@ -107,7 +115,7 @@ class QueryStarting(SinkReading):
     def _python_sink_or_fallback(self, sink: str, *, defaulted: bool, notes: list[str]) -> str:
         """`sink` when the server's Python can run Connect's foreachBatch; else Spark's memory sink for a sink
         that was only the default (said once per session, in `notes`), or one line naming what the server lacks."""
-        problem = self.facts.get().foreach_batch_problem()
+        problem = self._s.facts.get().foreach_batch_problem()
         if problem is None:
             return sink
         if not defaulted:
@@ -115,7 +123,7 @@ class QueryStarting(SinkReading):
             raise UnsupportedOperation(f"{what} runs Python on the server, and this server cannot: {problem}",
                                        f"Leave out keep and the sink (Spark's memory sink is used), or {ADD_PACKAGES}",
                                        code="server_lacks_python", data={"problem": problem})
-        if self.facts.first_time("memory_fallback"):
+        if self._s.facts.first_time("memory_fallback"):
             notes.append(f"Spark's memory sink, not the bounded sink: {problem}. It keeps every row in the server's "
                          f"memory (stop the query when done); for the bounded sink, {ADD_PACKAGES}")
         return "memory"
@@ -126,7 +134,7 @@ class QueryStarting(SinkReading):
                 plan: bytes | None = None, problem: str | None = None,
                 retention: Retention | None = None, notes: list[str] | None = None) -> Query:
         """Start a checked query and record it in the catalog."""
-        with self.catalog.starting(self.url, name):
+        with self._s.catalog.starting(self._s.url, name):
             return self._launch_here(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path,
                                      table=table, options=options, foreach_batch=foreach_batch, warning=warning,
                                      plan=plan, problem=problem, retention=retention, notes=notes)
@@ -138,10 +146,10 @@ class QueryStarting(SinkReading):
         self._check_not_running_elsewhere(name)
         view = None
         if sink == BOUNDED:
-            self._drop_old_view(name)
+            self.drop_old_view(name)
             view = bounded_sink.view_name(name)
             with translated():
-                foreach_batch = bounded_sink.prepare(self.spark, df, name, view, retention or Retention(), chosen)
+                foreach_batch = bounded_sink.prepare(self._s.spark, df, name, view, retention or Retention(), chosen)
         if checkpoint is None:
             checkpoint = self.fresh_checkpoint(name)
         writer = df.writeStream.queryName(name).outputMode(chosen)
@@ -159,8 +167,8 @@ class QueryStarting(SinkReading):
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
             elif sink == "kafka":
-                self.kafka.remember(options or {})
-                handle = writer.format(self.kafka.format()).start()
+                self._s.kafka.remember(options or {})
+                handle = writer.format(self._s.kafka.format()).start()
             else:
                 handle = writer.format(sink).start()
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
@@ -169,8 +177,8 @@ class QueryStarting(SinkReading):
         query.notes.extend(notes or [])
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
-            query.notes.append(self.kafka.describe())
-        return self._register(query, plan=plan, problem=problem, options=options)
+            query.notes.append(self._s.kafka.describe())
+        return self.register(query, plan=plan, problem=problem, options=options)
 
     def _start_foreach_batch(self, writer: Any, function: Callable[[Any, int], None]) -> Any:
         """writer.foreachBatch(function).start(), one at a time in this process, and once more when the worker did not
@@ -183,7 +191,7 @@ class QueryStarting(SinkReading):
                     return writer.foreachBatch(function).start()
                 except Exception as exc:
                     if (attempt == 2 or translate(exc).code != "python_worker_failed"
-                            or self.facts.get().foreach_batch_problem() is not None):
+                            or self._s.facts.get().foreach_batch_problem() is not None):
                         raise
                     log.info("the server's Python worker did not connect back in time (a busy server): "
                              "starting the query once more")
@@ -195,15 +203,15 @@ class QueryStarting(SinkReading):
         so it is refused while the first runs (Spark itself allows it: names are per session)."""
         def other() -> Record | None:
             try:
-                record = self.catalog.get(self.url, name)
+                record = self._s.catalog.get(self._s.url, name)
             except CatalogError:  # the start goes on; recording it will say that the catalog failed
                 return None
-            mine = record is None or record.session_id in (None, self.session_id)
+            mine = record is None or record.session_id in (None, self._s.session_id)
             return None if mine or record is None or record.state != ACTIVE else record
 
         if other() is None:
             return
-        self.lost_queries()  # a session that is gone, or no longer runs it, frees the name
+        self._book.lost_queries()  # a session that is gone, or no longer runs it, frees the name
         record = other()
         if record is not None:
             when = time.strftime("%H:%M", time.localtime(record.started_at))
@@ -216,7 +224,7 @@ class QueryStarting(SinkReading):
         """A new folder under the server's checkpoint root for a query named `name` (None without a root).
         Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
         on) an unrelated query's offsets and state."""
-        root = self.checkpoint_root
+        root = self._s.checkpoint_root
         return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
 
     def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
@@ -224,7 +232,7 @@ class QueryStarting(SinkReading):
                        table: str | None = None) -> Query:
         """A query that code of this process started with pyspark's own writeStream…start(): known to
         this session as started here, and recorded in the catalog so that it can be restarted."""
-        plan, problem = durable.replay_check(self.spark, df, sink)
+        plan, problem = durable.replay_check(self._s.spark, df, sink)
         name = handle.name or handle.id[:8]
         try:
             parsed = parse_trigger(trigger)
@@ -236,23 +244,23 @@ class QueryStarting(SinkReading):
             self._check_not_running_elsewhere(name)
         except ConfigError as exc:
             log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
-            return self._register(query, plan=plan, problem=exc.message, options=options, record=False)
-        return self._register(query, plan=plan, problem=problem, options=options)
+            return self.register(query, plan=plan, problem=exc.message, options=options, record=False)
+        return self.register(query, plan=plan, problem=problem, options=options)
 
-    def _register(self, query: Query, *, plan: bytes | None, problem: str | None,
+    def register(self, query: Query, *, plan: bytes | None, problem: str | None,
                   options: dict[str, Any] | None, record: bool = True) -> Query:
         """Track a query this process started, and record it in the catalog (unless `record` is off)."""
         name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
-        query.on_end = self._ended
+        query.on_end = self._book.ended
         query.restart_note = problem
-        query.files_here = self.target.on_this_machine
-        with self._lock:
-            self._queries[query.id] = query
-            self._started_here.add(query.id)
+        query.files_here = self._s.target.on_this_machine
+        with self._s._lock:
+            self._s._queries[query.id] = query
+            self._s._started_here.add(query.id)
         if not record:
             return query
         try:
-            self.catalog.record_start(self.url, name, query_id=query.id, session_id=self.session_id, plan=plan,
+            self._s.catalog.record_start(self._s.url, name, query_id=query.id, session_id=self._s.session_id, plan=plan,
                                       sink=sink, mode=query.mode, trigger=str(query.trigger),
                                       options=dict(options or {}),
                                       path=path, table_name=table, checkpoint=checkpoint,
@@ -260,37 +268,37 @@ class QueryStarting(SinkReading):
                                       keep=query.keep.spec() if query.keep else None, view=query.view)
         except Exception as exc:  # the query runs; that it cannot come back is said, never swallowed
             log.debug("recording %s in the catalog failed", name, exc_info=True)
-            problem = query.restart_note = (f"recording it in the catalog {self.catalog.path} failed "
+            problem = query.restart_note = (f"recording it in the catalog {self._s.catalog.path} failed "
                                             f"({translate(exc).message})")
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
 
-    def _drop_old_view(self, name: str) -> None:
+    def drop_old_view(self, name: str) -> None:
         """An earlier run's rows of a bounded query (global views outlive sessions): gone when the name
         starts again."""
-        views = {q.view for q in self.known_queries() if q.name == name and q.view}
+        views = {q.view for q in self._book.known_queries() if q.name == name and q.view}
         with swallowed("reading the catalog"):
-            record = self.catalog.get(self.url, name)
+            record = self._s.catalog.get(self._s.url, name)
             if record is not None and record.view:
                 views.add(record.view)
         for view in views:
             with swallowed(f"dropping the view {view}"):
-                bounded_sink.drop(self.spark, view)
+                bounded_sink.drop(self._s.spark, view)
 
-    def _drop_views(self, running_too: bool) -> None:
+    def drop_views(self, running_too: bool) -> None:
         """The rows kept by this session's bounded queries that ended (and, if asked, of running ones)."""
-        running = set() if running_too else {q.id for q in self.running()}
-        for query in self.known_queries():
+        running = set() if running_too else {q.id for q in self._book.running()}
+        for query in self._book.known_queries():
             if query.view and query.id not in running:
                 with swallowed(f"dropping the view {query.view}"):
-                    bounded_sink.drop(self.spark, query.view)
+                    bounded_sink.drop(self._s.spark, query.view)
 
     def restart(self, name: str, *, fresh: bool = False) -> Query:
         """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
         where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
-        record = self.catalog.require(self.url, name)
-        running = self._find_active_by_name(name)
+        record = self._s.catalog.require(self._s.url, name)
+        running = self._book.find_active_by_name(name)
         if running is not None:
             raise ConfigError(f"{name} is already running (id {running.id[:8]})", "Nothing was changed",
                               code="already_running", data={"name": name})
@@ -306,16 +314,16 @@ class QueryStarting(SinkReading):
             fresh = True
         if reads_own_source(record.plan):
             with translated():
-                self.kafka.register()
+                self._s.kafka.register()
         checkpoint = None if fresh else record.checkpoint
         if checkpoint is None:
             resumption = Resumption(None, None, True)
-        elif self.target.on_this_machine:
+        elif self._s.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
         else:
             resumption = Resumption(checkpoint, record.last_batch, False)
         # checked when it first started: the plan, its mode and sink are not analysed again
-        query = self._launch(dataframe_from_plan(self.spark, record.plan), name, record.sink, record.mode,
+        query = self._launch(dataframe_from_plan(self._s.spark, record.plan), name, record.sink, record.mode,
                              parse_trigger(record.trigger), checkpoint=checkpoint,
                              path=record.path, table=record.table_name, options=record.options, plan=record.plan,
                              retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
@@ -325,9 +333,9 @@ class QueryStarting(SinkReading):
     def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
         """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
         marking those that are gone from it); each with its new Query, or the error that kept it back."""
-        self.lost_queries()
+        self._book.lost_queries()
         restarted: list[tuple[Record, Query | SparkscopeError]] = []
-        for record in [r for r in self.catalog.records(self.url) if r.state == LOST]:
+        for record in [r for r in self._s.catalog.records(self._s.url) if r.state == LOST]:
             try:
                 restarted.append((record, self.restart(record.name)))
             except SparkscopeError as exc:

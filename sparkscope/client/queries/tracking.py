@@ -13,31 +13,36 @@ from ..logs import log, swallowed
 from .planning import BOUNDED, FILE_SINKS, parse_keep, parse_trigger
 from ..monitoring.progress import Progress
 from .query import Query, QueryInfo
-from ..session_base import SessionBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..monitoring.monitor import Monitor
+    from .owner import OwningSession
 
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
 _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ConsoleTable", "console"),
                ("FileSink", "file"))
 
 
-class QueryTracking(SessionBase):
+class QueryBook:
+    """The queries a Session knows: the ones it started, the ones it finds running, their progress, and what the catalog says of them."""
+
+    def __init__(self, session: OwningSession) -> None:
+        self._s = session
+
     # -- looking up -----------------------------------------------------------------------------
-    def _adopt_active(self) -> list[Query]:
+    def adopt_active(self) -> list[Query]:
         """Register queries running in this session that sparkscope did not start (user code, reattach)."""
-        active = call(lambda: self.spark.streams.active)
-        with self._lock:
+        active = call(lambda: self._s.spark.streams.active)
+        with self._s._lock:
             for handle in active:
-                known = self._queries.get(handle.id)
+                known = self._s._queries.get(handle.id)
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
                     query = self._adopted(handle)
-                    query.on_end = self._ended
-                    query.files_here = self.target.on_this_machine
-                    self._queries[handle.id] = query
+                    query.on_end = self.ended
+                    query.files_here = self._s.target.on_this_machine
+                    self._s._queries[handle.id] = query
             active_ids = {h.id for h in active}
-        return [q for q in self._queries.values() if q.id in active_ids]
+        return [q for q in self._s._queries.values() if q.id in active_ids]
 
     def _adopted(self, handle: Any) -> Query:
         """A Query for a running handle this process did not start: what the catalog recorded of it
@@ -45,7 +50,7 @@ class QueryTracking(SessionBase):
         name = handle.name or handle.id[:8]
         record = None
         with swallowed("reading the catalog"):
-            record = self.catalog.get(self.url, name)
+            record = self._s.catalog.get(self._s.url, name)
         if record is None or record.query_id != handle.id:
             return Query(handle, name=name, sink=_sink_of(handle))
         return Query(handle, name=name, sink=record.sink, mode=record.mode, trigger=parse_trigger(record.trigger),
@@ -53,8 +58,8 @@ class QueryTracking(SessionBase):
                      fmt=record.sink if record.sink in FILE_SINKS else None,
                      keep=parse_keep(record.keep) if record.sink == BOUNDED else None, view=record.view)
 
-    def _find_active_by_name(self, name: str) -> Query | None:
-        for query in self._adopt_active():
+    def find_active_by_name(self, name: str) -> Query | None:
+        for query in self.adopt_active():
             if query.name == name:
                 return query
         return None
@@ -64,9 +69,9 @@ class QueryTracking(SessionBase):
         if isinstance(name_or_id, Query):
             return name_or_id
         key = str(name_or_id)
-        active = self._adopt_active()
-        with self._lock:
-            everything = active + [q for q in reversed(list(self._queries.values())) if q not in active]
+        active = self.adopt_active()
+        with self._s._lock:
+            everything = active + [q for q in reversed(list(self._s._queries.values())) if q not in active]
         for query in everything:
             if query.name == key or query.id == key:
                 return query
@@ -78,9 +83,9 @@ class QueryTracking(SessionBase):
             raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
-    def _live_monitor(self) -> Monitor | None:
+    def live_monitor(self) -> Monitor | None:
         """The monitor, while its event stream is heard from; None means: ask the server."""
-        monitor = self._monitor
+        monitor = self._s._monitor
         if monitor is None or monitor.mode != "listener" or monitor.silent:
             return None
         return monitor
@@ -92,10 +97,10 @@ class QueryTracking(SessionBase):
         listening (no RPC), otherwise one lastProgress call each. With `all`, the catalog's other
         queries of this server follow: stopped, failed and lost ones, from earlier sessions too.
         """
-        active = {q.id for q in self._adopt_active()}
-        with self._lock:
-            known = list(self._queries.values())
-        monitor = self._live_monitor()
+        active = {q.id for q in self.adopt_active()}
+        with self._s._lock:
+            known = list(self._s._queries.values())
+        monitor = self.live_monitor()
         infos = []
         for query in known:
             track = monitor.track(query.id) if monitor and query.id in active else None
@@ -113,21 +118,21 @@ class QueryTracking(SessionBase):
 
     def running(self) -> list[Query]:
         """This session's active queries (one RPC), including ones sparkscope did not start."""
-        return self._adopt_active()
+        return self.adopt_active()
 
     def started_here(self, query: Query) -> bool:
         """Whether this process started `query` (not found it: reattached, or another client's)."""
-        return query.id in self._started_here
+        return query.id in self._s._started_here
 
     def known_queries(self) -> list[Query]:
         """The queries this process knows of in this session, without an RPC (for completion, alerts)."""
-        with self._lock:
-            return list(self._queries.values())
+        with self._s._lock:
+            return list(self._s._queries.values())
 
     def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
         """The progress of the query's last `last` batches (or of its latest one): from the monitor when
         it listens (no RPC), otherwise one call to the server."""
-        monitor = self._live_monitor()
+        monitor = self.live_monitor()
         history = monitor.history(query.id) if monitor is not None else []
         if not history:
             history = query.history if last else [p for p in [query.progress] if p is not None]
@@ -136,16 +141,16 @@ class QueryTracking(SessionBase):
     def active_count(self) -> int:
         """How many of this session's queries run, as far as this process knows, without an RPC: the
         monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
-        monitor = self._monitor
+        monitor = self._s._monitor
         if monitor is not None and monitor.mode != "stopped":
             return sum(1 for track in monitor.tracks() if track.state == "active")
-        with self._lock:
-            return sum(1 for query in self._queries.values() if query.known_state() is None)
+        with self._s._lock:
+            return sum(1 for query in self._s._queries.values() if query.known_state() is None)
 
     # -- managing -------------------------------------------------------------------------------
     def stop_all(self) -> list[str]:
         stopped = []
-        for query in self._adopt_active():
+        for query in self.adopt_active():
             query.stop()
             stopped.append(query.name)
         return stopped
@@ -153,18 +158,18 @@ class QueryTracking(SessionBase):
     def await_any_termination(self, timeout: float | None = None) -> bool:
         with translated():
             if timeout is None:
-                self.spark.streams.awaitAnyTermination()
+                self._s.spark.streams.awaitAnyTermination()
                 return True
-            return bool(self.spark.streams.awaitAnyTermination(int(max(1, round(timeout)))))
+            return bool(self._s.spark.streams.awaitAnyTermination(int(max(1, round(timeout)))))
 
     def reset_terminated(self) -> int:
         """Forget stopped and failed queries; returns how many were forgotten."""
-        call(self.spark.streams.resetTerminated)
-        active_ids = {q.id for q in self._adopt_active()}
-        with self._lock:
-            gone = [qid for qid in self._queries if qid not in active_ids]
+        call(self._s.spark.streams.resetTerminated)
+        active_ids = {q.id for q in self.adopt_active()}
+        with self._s._lock:
+            gone = [qid for qid in self._s._queries if qid not in active_ids]
             for qid in gone:
-                del self._queries[qid]
+                del self._s._queries[qid]
         return len(gone)
 
     @property
@@ -172,58 +177,58 @@ class QueryTracking(SessionBase):
         """Live progress of every query of this session, pushed by a listener (started on first use)."""
         from ..monitoring.monitor import Monitor
 
-        with self._lock:
-            if self._monitor is None:
-                self._monitor = Monitor(self)
-                self._monitor.subscribe(self._on_monitor_event)
-            monitor = self._monitor
+        with self._s._lock:
+            if self._s._monitor is None:
+                self._s._monitor = Monitor(self._s)
+                self._s._monitor.subscribe(self._on_monitor_event)
+            monitor = self._s._monitor
         # not under the session's lock: the monitor's first look at the running queries needs it
         return monitor.start()
 
-    def _ended(self, query: Query, state: str, error: str | None) -> None:
+    def ended(self, query: Query, state: str, error: str | None) -> None:
         with swallowed(f"recording the end of {query.name} in the catalog"):
-            self.catalog.record_end(self.url, query.name, state, error, query_id=query.id)
+            self._s.catalog.record_end(self._s.url, query.name, state, error, query_id=query.id)
             last = query.progress
             if last is not None:
-                self.catalog.record_batch(self.url, query.id, last.batch_id)
+                self._s.catalog.record_batch(self._s.url, query.id, last.batch_id)
 
     def _on_monitor_event(self, event: Any) -> None:
         """Keep the catalog's last batch (at most every few seconds per query) and endings current."""
         if event.kind == "progress" and event.progress is not None and event.query_id:
             now = time.monotonic()
-            if now - self._batch_recorded.get(event.query_id, 0.0) >= BATCH_RECORD_EVERY:
-                self._batch_recorded[event.query_id] = now
+            if now - self._s._batch_recorded.get(event.query_id, 0.0) >= BATCH_RECORD_EVERY:
+                self._s._batch_recorded[event.query_id] = now
                 with swallowed("recording a batch in the catalog"):
-                    self.catalog.record_batch(self.url, event.query_id, event.progress.batch_id)
+                    self._s.catalog.record_batch(self._s.url, event.query_id, event.progress.batch_id)
         elif event.kind == "terminated" and event.query_id:
-            with self._lock:
-                query = self._queries.get(event.query_id)
+            with self._s._lock:
+                query = self._s._queries.get(event.query_id)
             if query is not None:
                 with swallowed("recording the end of a query in the catalog"):
-                    self.catalog.record_end(self.url, query.name, FAILED if event.error else STOPPED,
+                    self._s.catalog.record_end(self._s.url, query.name, FAILED if event.error else STOPPED,
                                             event.error.splitlines()[0][:300] if event.error else None,
                                             query_id=query.id)
 
     # -- the catalog: what was lost, and forgetting -----------------------------------------------
     def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
-        return durable.forget(self, name, delete_checkpoint=delete_checkpoint)
+        return durable.forget(self._s, name, delete_checkpoint=delete_checkpoint)
 
     def idle_timeout(self) -> tuple[float, bool]:
         """(seconds, known): how long the server keeps this session, and its queries, once no client
         calls it; assumed to be Spark's default 60 minutes when the server does not say."""
-        return durable.idle_timeout(self)
+        return durable.idle_timeout(self._s)
 
     def lost_queries(self) -> list[Record]:
         """Catalogued queries recorded as running that no longer run because their session is gone from
         the server (restarted, or timed out): marked lost, and returned. Each other session they ran in costs a
         look into it: about five RPCs (the probe, its marker, its active queries twice, its release)."""
-        return durable.find_lost(self)
+        return durable.find_lost(self._s)
 
     def catalog_records(self) -> list[Record]:
         """This server's catalog, after marking the queries that are gone from the server as lost."""
         self.lost_queries()
-        return self.catalog.records(self.url)
+        return self._s.catalog.records(self._s.url)
 
 
 def _sink_of(handle: Any) -> str:

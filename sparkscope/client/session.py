@@ -67,6 +67,8 @@ class ServerHere(Protocol):
 
     def restarted_under(self, port: int, token: str | None) -> bool: ...
 
+    def serves(self, port: int) -> bool: ...
+
     def busy_tasks(self, port: int, window: float) -> list[float] | None: ...
 
     def out_of_memory_exit(self) -> SparkscopeError | None: ...
@@ -431,6 +433,12 @@ class Session:
             yield other
         finally:
             other.close(stop_queries=False, drop_views=False)  # the rows its queries keep are its holder's
+
+    def on_embedded_server(self) -> bool:
+        """Whether this session's server is one sparkscope started on this machine (embedded, or on its --workers
+        cluster): then the paths its queries read and write are this machine's."""
+        port = self.target.port
+        return self.here is not None and self.target.on_this_machine and port is not None and self.here.serves(port)
 
     def spark_ui(self) -> str | None:
         """Where the Spark UI is and who can read it, for the embedded server (None for another one)."""

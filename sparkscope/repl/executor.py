@@ -52,10 +52,11 @@ class Executor(SessionHolder):
         if self.registry is not None:
             return
         from .habits import databricks, pyspark as pyspark_habits  # noqa: F401 - pyspark_habits: loaded here, used by the session
+        from .habits.dbutils import DbUtils
         from .commands.listing import REGISTRY
 
         self.namespace["display"] = databricks.Display(self)
-        self.namespace["dbutils"] = databricks.DatabricksOnly("dbutils", databricks.DBUTILS)
+        self.namespace["dbutils"] = DbUtils(self._connected_session)
         self.registry = REGISTRY
 
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
@@ -202,6 +203,11 @@ class Executor(SessionHolder):
                     self.live().say(note)
 
         threading.Thread(target=check, name="sparkscope-stuck-tasks", daemon=True).start()
+
+    def _connected_session(self) -> Any:
+        """The session, once connecting has ended (its error raised when it failed)."""
+        self._wait_for_session()
+        return self.session
 
     def _wait_for_session(self) -> None:
         self.session_wanted = True

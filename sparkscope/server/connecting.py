@@ -31,6 +31,10 @@ class EmbeddedServer:
             return None
         return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
+    def serves(self, port: int) -> bool:
+        info = self._server.alive()
+        return info is not None and info.port == port
+
     def restarted_under(self, port: int, token: str | None) -> bool:
         info = self._server.alive()
         return info is not None and info.port == port and info.token != token

@@ -151,11 +151,13 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
             wait_for(lambda: repl.run(f"spark.read.parquet('{tmp_path}/hourly.parquet').count() > 0"
                                       ).strip().endswith("True"), timeout=60, what="the parquet sink's first commit")
     errors = [line for out in said for line in out.splitlines() if line.startswith(("error:", "Traceback"))]
-    # what cannot run here gets one line each: 5 %fs cells, 2 dbutils.fs.rm, and the second `counts` query,
-    # started while the first still runs (Spark refuses a second active query of the same name, there too)
+    # what cannot run here gets one line each: 5 %fs cells, and the second `counts` query, started while the
+    # first still runs (Spark refuses a second active query of the same name, there too)
     assert sum(line.startswith("error: %fs is a Databricks notebook magic") for line in errors) == 5, errors
-    assert sum(line.startswith("error: dbutils.fs exists only on Databricks") for line in errors) == 2, errors
-    assert len(errors) == 8, "\n".join(errors)
+    assert len(errors) == 6, "\n".join(errors)
+    # dbutils.fs.rm clears the sink and checkpoint folders before the stream runs: on this machine's files, and
+    # a fresh run has nothing there yet (Databricks answers False then too)
+    assert [out.strip() for (_, src), out in zip(cells, said, strict=True) if "dbutils.fs.rm" in src] == ["False"] * 2
     assert ("error: Cannot start query with name counts as a query with that name is already active in this "
             "SparkSession. Stop it first (:stop counts) or pick another name.") in errors
     # display(staticCountsDF.orderBy(...)): the hourly counts of the events

@@ -234,10 +234,37 @@ def test_display_shows_a_table_or_a_live_stream_that_keeps_running(repl):
     assert repl.run(":stop shown").strip().endswith("Stopped shown")
 
 
-def test_databricks_only_names_get_one_line_and_sql_magic_runs(repl):
-    assert repl.run('dbutils.fs.ls("/tmp")').strip().splitlines()[-1] == (
-        "error: dbutils.fs exists only on Databricks. Use Python here: os, shutil and pathlib for files "
+def test_dbutils_fs_works_on_this_machines_files_and_the_rest_of_databricks_is_one_line(repl, tmp_path):
+    """Seed 000 and 003 clear and make their folders with dbutils.fs: on a server sparkscope started here, those
+    are this machine's files, so it does what Databricks documents, with the same return values."""
+    base = tmp_path / "fs"
+
+    def last(shell, line: str) -> str:  # a long line wraps at the prompt: its answer is the last line
+        return shell.run(line).strip().splitlines()[-1]
+
+    assert last(repl, f'dbutils.fs.mkdirs("{base}/in")') == "True"  # after (connecting…)
+    assert last(repl, f'dbutils.fs.put("file:{base}/in/a.json", \'{{"id": 1}}\')') == "True"
+    assert last(repl, f'dbutils.fs.head("{base}/in/a.json")') == "'{\"id\": 1}'"
+    assert last(repl, f'[f.name for f in dbutils.fs.ls("{base}")]') == "['in/']"
+    assert last(repl, f'dbutils.fs.cp("{base}/in/a.json", "{base}/b.json")') == "True"
+    assert last(repl, f'dbutils.fs.mv("{base}/b.json", "{base}/c.json")') == "True"
+    assert sorted(p.name for p in base.iterdir()) == ["c.json", "in"]
+    out = last(repl, f'dbutils.fs.put("{base}/c.json", "x")')
+    assert out == f"FileExistsError: File file:{base}/c.json already exists: put(file, contents, overwrite=True) " \
+                  "replaces it"
+    assert last(repl, f'dbutils.fs.rm("{base}", True)') == "True"
+    assert not base.exists()
+    assert last(repl, f'dbutils.fs.rm("{base}", True)') == "False"
+    assert last(repl, 'dbutils.fs.ls("dbfs:/databricks-datasets")') == (
+        "error: dbfs:/databricks-datasets is a path of Databricks' DBFS, which this machine does not have. Give a "
+        "plain or file: path; Use Python here: os, shutil and pathlib for files (dbutils.fs), input() or sys.argv "
+        "for widgets, os.environ for secrets.")
+    assert last(repl, 'dbutils.widgets.get("date")') == (
+        "error: dbutils.widgets.get exists only on Databricks. Use Python here: os, shutil and pathlib for files "
         "(dbutils.fs), input() or sys.argv for widgets, os.environ for secrets.")
+
+
+def test_databricks_only_names_get_one_line_and_sql_magic_runs(repl):
     assert re.search(r"\| two \|[\s\S]*\| 2\s+\|", repl.run("%sql SELECT 1 + 1 AS two"))
     assert repl.run("%fs ls /tmp").strip().splitlines()[-1] == (
         "error: %fs is a Databricks notebook magic. Use Python's os, shutil and pathlib, or :checkpoints for "

@@ -108,6 +108,10 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
     server = repl.run(":server")  # the table of sparkscope server check, in the REPL
     assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + r" +\|", server), server
     assert WORKER_FAILED not in out + again + session + server
+    # a server that sparkscope did not start: its files are not this machine's to dbutils.fs
+    assert re.fullmatch(r"error: dbutils\.fs works on the files of a server sparkscope runs on this machine; "
+                        r"sc://localhost:\d+ is not one\. Use Python here: .*",
+                        repl.run('dbutils.fs.rm("/tmp/anything", True)').strip().splitlines()[-1])
     repl.run(":stop --all")
 
 

@@ -4,7 +4,7 @@
 is shown as a table. A streaming one starts as a query into the bounded sink (display_query_N, or
 streamName=), and its batches are printed as they come, as :tail prints them, until Ctrl-C; the
 query keeps running, as in Databricks, until :stop. `%sql` runs as :sql; dbutils and the other magics
-say what to use here instead.
+say what to use here instead (dbutils.py: dbutils.fs works on this machine's files).
 """
 
 from __future__ import annotations
@@ -60,26 +60,6 @@ class Display:
         finally:
             live.untail(name)
         return None
-
-
-class DatabricksOnly:
-    """dbutils: any use says what to use here instead, in one line."""
-
-    def __init__(self, name: str, instead: str):
-        self._name = name
-        self._instead = instead
-
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute.startswith("__"):
-            raise AttributeError(attribute)
-        raise UsageError(f"{self._name}.{attribute} exists only on Databricks", self._instead)
-
-    def __repr__(self) -> str:
-        return f"{self._name} exists only on Databricks. {self._instead}"
-
-
-DBUTILS = ("Use Python here: os, shutil and pathlib for files (dbutils.fs), input() or sys.argv for widgets, "
-           "os.environ for secrets")
 
 
 def magic(line: str) -> str | None:

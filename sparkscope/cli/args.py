@@ -52,7 +52,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                              "like psql's -c, each in order")
     parser.add_argument("-f", dest="file", metavar="FILE",
                         help="run a script of commands and Python, then exit; what follows FILE is the script's "
-                             "sys.argv[1:] (sparkscope FILE.py ARGS… works too)")
+                             "sys.argv[1:] (sparkscope FILE.py ARGS… works too). It is compiled first: a syntax "
+                             "error runs nothing. A .py script stops at its first error, as python does; a script "
+                             "of commands (.sps) goes on after a failed line, as psql -f does; either exits 1")
     parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
     parser.add_argument("--format", choices=("table", "json", "vertical"), default="table",
                         help="how command results are printed (default: table)")

@@ -193,8 +193,14 @@ def _report_connection_later(executor) -> None:
 
 
 def _run_file(executor, path: str) -> bool:
+    """Run a script as Python runs one: compiled first (a syntax error anywhere runs nothing and names its file and
+    line), then piece by piece, with tracebacks naming the file. A .py script stops at its first error, as
+    `python FILE` does; a script of commands (.sps, or any other name) goes on after a failed line, as a SQL
+    client's -f does, and exits non-zero."""
+    import traceback
+
     from ..repl.commands.registry import split_commands
-    from ..repl.prompt.statements import script_statements
+    from ..repl.prompt.statements import first_syntax_error, numbered_statements
 
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
@@ -203,12 +209,21 @@ def _run_file(executor, path: str) -> bool:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
                           "Save the script as UTF-8") from None
+    name = "<stdin>" if path == "-" else path
+    pieces = list(numbered_statements(text))
+    broken = first_syntax_error(pieces, name)
+    if broken is not None:
+        executor.err.write("".join(traceback.format_exception_only(SyntaxError, broken)))
+        return False
+    stops = name.endswith(".py")
     ok = True
-    for piece in script_statements(text):
+    for line, piece in pieces:
         if executor.exit_requested:  # exit(), quit() or :quit end the script
             return ok
         for item in split_commands(piece) if piece.startswith(":") else [piece]:
-            ok = executor.run(item) and ok
+            ok = executor.run(item, filename=name, first_line=line) and ok
+        if not ok and stops:
+            return False
     return ok
 
 

@@ -16,7 +16,7 @@ from ..client.errors import Cancelled, SparkscopeError, translate, translated
 from ..client.logs import swallowed
 from ..client.secrets import redact
 from .leaving import Leave
-from .python_input import describe, from_pyspark, mentions_session, user_traceback
+from .python_input import describe, from_pyspark, mentions_session, user_frames, user_traceback
 from .session_holder import SessionHolder
 
 # The commands' machinery (registry, render, worker) is imported where it is used: the prompt is drawn
@@ -107,8 +107,9 @@ class Executor(SessionHolder):
         session = self.session_or_none()
         return session is not None and spark is session.spark
 
-    def run(self, text: str) -> bool:
-        """Run one input (a colon command or Python source). True when it succeeded."""
+    def run(self, text: str, *, filename: str = "<input>", first_line: int = 1) -> bool:
+        """Run one input (a colon command or Python source). True when it succeeded. A script's piece names its
+        file and the line it starts on, so that a traceback names them as Python's would."""
         if not text.strip():
             return True
         self.warm_up()
@@ -117,7 +118,7 @@ class Executor(SessionHolder):
                 return self._run_command(text.strip())
             if text.lstrip().startswith("%"):
                 return self._run_magic(text)
-            return self._run_python(text)
+            return self._run_python(text, filename, first_line)
         except KeyboardInterrupt:
             if not self.interactive:  # Ctrl-C ends a script
                 raise
@@ -276,11 +277,11 @@ class Executor(SessionHolder):
         else:
             self.err.write(self.last_traceback)
 
-    def _run_python(self, source: str) -> bool:
+    def _run_python(self, source: str, filename: str = "<input>", first_line: int = 1) -> bool:
         from .worker import cancel_notice, run_in_worker
 
         try:
-            tree = ast.parse(source, "<input>", "exec")
+            tree = ast.increment_lineno(ast.parse(source, filename, "exec"), first_line - 1)
         except SyntaxError as exc:
             self._syntax_error(exc)
             return False
@@ -288,8 +289,8 @@ class Executor(SessionHolder):
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last_expr = ast.Expression(tree.body[-1].value)
             tree.body.pop()
-        body = compile(tree, "<input>", "exec")
-        expr = compile(last_expr, "<input>", "eval") if last_expr is not None else None
+        body = compile(tree, filename, "exec")
+        expr = compile(last_expr, filename, "eval") if last_expr is not None else None
 
         def work() -> Any:
             exec(body, self.namespace)
@@ -314,6 +315,7 @@ class Executor(SessionHolder):
             self.request_exit(exc.code)
             return True
         except SparkscopeError as exc:
+            self._where(exc, source, filename, first_line)
             self._report(exc)
             return False
         except BaseException as exc:
@@ -321,11 +323,12 @@ class Executor(SessionHolder):
                 raise
             self.last_traceback = redact("".join(traceback.format_exception(exc)))
             if from_pyspark(exc):
+                self._where(exc, source, filename, first_line)
                 self._report(exc)
             elif self.fmt == "json":
                 self._error(redact(f"{type(exc).__name__}: {exc}"), "See :trace for the traceback")
             else:
-                self.err.write(redact(user_traceback(exc, source)))
+                self.err.write(redact(user_traceback(exc, source, filename, first_line)))
             return False
         finally:
             if self.stop_requested:
@@ -333,6 +336,11 @@ class Executor(SessionHolder):
         if value is not None and self.echo_values:
             self._echo(value)
         return True
+
+    def _where(self, exc: BaseException, source: str, filename: str, first_line: int) -> None:
+        """In a script, where an error its one line tells happened: its frames, as Python prints them."""
+        if filename != "<input>" and self.fmt != "json":
+            self.err.write(redact(user_frames(exc, source, filename, first_line)))
 
     def _echo(self, value: Any) -> None:
         """An expression's value, as Python's REPL shows it (and `_` holds it)."""

@@ -39,15 +39,21 @@ def _source_line(lines: list[str], lineno: int | None) -> str:
     return lines[lineno - 1].strip() if lineno and 0 < lineno <= len(lines) else ""
 
 
-def user_traceback(exc: BaseException, source: str) -> str:
-    """A traceback of the user's own code only: frames from <input> and the final line."""
-    lines = source.splitlines()
+def user_frames(exc: BaseException, source: str, filename: str = "<input>", first_line: int = 1) -> str:
+    """The traceback's header and the frames of the user's own code only (from `filename`, where `source` starts
+    at `first_line`), as Python prints them."""
+    lines = [""] * (first_line - 1) + source.splitlines()
     frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=_source_line(lines, f.lineno))
-              for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<input>"]
-    out = []
-    if frames:  # a recursion's repeated frames collapse, as Python prints them: [Previous line repeated N more times]
-        out.append("Traceback (most recent call last):\n")
-        out.extend(traceback.StackSummary.from_list(frames).format())
+              for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if not frames:
+        return ""
+    # a recursion's repeated frames collapse, as Python prints them: [Previous line repeated N more times]
+    return "Traceback (most recent call last):\n" + "".join(traceback.StackSummary.from_list(frames).format())
+
+
+def user_traceback(exc: BaseException, source: str, filename: str = "<input>", first_line: int = 1) -> str:
+    """A traceback of the user's own code only: its frames (see user_frames) and the final line."""
+    out = [user_frames(exc, source, filename, first_line)]
     out.extend(traceback.format_exception_only(type(exc), exc))
     if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")

@@ -129,3 +129,45 @@ def test_ss_start_in_code_is_recorded_once_and_restartable(remote_url):
     assert result.stdout.startswith("bounded\n"), result.stdout
     row = next(line for line in result.stdout.splitlines() if "once_recorded" in line)
     assert "| stopped |" in row and "| yes " in row, row
+
+
+def test_a_script_is_compiled_first_so_a_syntax_error_at_line_50_runs_nothing(remote_url, tmp_path):
+    """As `python job.py`: nothing runs, and the error names the file and its line 50."""
+    script = tmp_path / "job.py"
+    script.write_text("print('first')\n" + "".join(f"x{i} = {i}\n" for i in range(2, 50)) +
+                      "def broken(:\n    pass\nprint('after')\n")
+    out = run_sparkscope("--remote", remote_url, "-f", str(script))
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.splitlines() == [f'  File "{script}", line 50', "    def broken(:", "               ^",
+                                       "SyntaxError: invalid syntax"]
+    commands = tmp_path / "steps.sps"  # colon-command lines keep their place in the count
+    commands.write_text(":sql SELECT 1\n:queries\nprint('x')\nbad = (\n")
+    out = run_sparkscope("--remote", remote_url, "-f", str(commands))
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.splitlines()[0] == f'  File "{commands}", line 4'
+
+
+def test_a_py_script_stops_at_its_first_uncaught_exception_naming_its_file_and_line(remote_url, tmp_path):
+    script = tmp_path / "raises.py"
+    script.write_text("print('one')\nvalues = {}\n\n\n\nx = values['missing']\nprint('never')\n")
+    out = run_sparkscope("--remote", remote_url, "-f", str(script))
+    assert (out.returncode, out.stdout) == (1, "one\n")
+    assert out.stderr.splitlines() == ["Traceback (most recent call last):", f'  File "{script}", line 6, in <module>',
+                                       "    x = values['missing']", "KeyError: 'missing'"]
+    spark_error = tmp_path / "sql.py"  # an error sparkscope tells in one line: where it happened, then the line
+    spark_error.write_text("print('a')\n\ndf = spark.sql('SELECT * FROM missing_t')\nprint('never')\n")
+    out = run_sparkscope("--remote", remote_url, "-f", str(spark_error))
+    assert (out.returncode, out.stdout) == (1, "a\n")
+    lines = out.stderr.splitlines()
+    assert lines[:3] == ["Traceback (most recent call last):", f'  File "{spark_error}", line 3, in <module>',
+                         "    df = spark.sql('SELECT * FROM missing_t')"]
+    assert lines[3].startswith("error: The table or view `missing_t` cannot be found.") and len(lines) == 4
+
+
+def test_a_script_of_commands_goes_on_after_a_failed_line_and_exits_1(remote_url, tmp_path):
+    commands = tmp_path / "steps.sps"
+    commands.write_text(":peek nosuch\nprint('goes on')\n")
+    out = run_sparkscope("--remote", remote_url, "-f", str(commands))
+    assert (out.returncode, out.stdout) == (1, "goes on\n")
+    assert out.stderr.strip() == ("error: No query or table named 'nosuch'. List them with :queries, or start one "
+                                  "with :start.")

@@ -45,27 +45,46 @@ def enter_submits(text: str) -> bool:
 
 def script_statements(text: str) -> Iterator[str]:
     """The pieces of a script in order: each Python statement (with its block) or colon-command line."""
+    return (piece for _, piece in numbered_statements(text))
+
+
+def numbered_statements(text: str) -> Iterator[tuple[int, str]]:
+    """script_statements, each with the line of the script it starts on (colon-command lines count too)."""
     pending: list[str] = []
-    for line in text.splitlines():
+    start = 0
+    for number, line in enumerate(text.splitlines(), 1):
         if pending:
             source = "\n".join(pending)
             if is_open(source) or not line.strip() or line[:1] in (" ", "\t") or line.lstrip().startswith(
                     ("#", *_CLAUSES)):
                 pending.append(line)
                 continue
-            yield source.rstrip() + "\n"
+            yield start, source.rstrip() + "\n"
             pending = []
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if line.lstrip().startswith(":"):
-            yield line.strip()
+            yield number, line.strip()
             continue
         if is_complete(line) and not line.rstrip().endswith(":"):
-            yield line
+            yield number, line
         else:
-            pending = [line]
+            pending, start = [line], number
     if pending:
-        yield "\n".join(pending).rstrip() + "\n"
+        yield start, "\n".join(pending).rstrip() + "\n"
+
+
+def first_syntax_error(pieces: list[tuple[int, str]], filename: str) -> SyntaxError | None:
+    """The first Python piece of a script that Python cannot compile, with its line in the script, as `python
+    FILE` finds it before running anything (colon commands and % magics are the REPL's, not Python's)."""
+    for line, piece in pieces:
+        if piece.lstrip().startswith((":", "%")):
+            continue
+        try:
+            compile("\n" * (line - 1) + piece, filename, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return exc
+    return None
 
 
 _COMPOUND = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "FunctionDef",

@@ -51,9 +51,11 @@ class Executor(SessionHolder):
         importing pyspark: two threads importing the same modules can meet half-initialised ones."""
         if self.registry is not None:
             return
-        from .habits import databricks, pyspark as pyspark_habits  # noqa: F401 - pyspark_habits: loaded here, used by the session
+        from .habits import databricks, pyspark as pyspark_habits
         from .habits.dbutils import DbUtils
         from .commands.listing import REGISTRY
+
+        pyspark_habits.show_listener_errors(self._say)
 
         self.namespace["display"] = databricks.Display(self)
         self.namespace["dbutils"] = DbUtils(self._connected_session)
@@ -204,6 +206,14 @@ class Executor(SessionHolder):
                     self.live().say(note)
 
         threading.Thread(target=check, name="sparkscope-stuck-tasks", daemon=True).start()
+
+    def _say(self, text: str) -> None:
+        """A line from a background thread: above the prompt once a session is there, else on stderr."""
+        if self.session_or_none() is not None:
+            self.live().say(text)
+        else:
+            self.err.write(text + "\n")
+            self.err.flush()
 
     def _connected_session(self) -> Any:
         """The session, once connecting has ended (its error raised when it failed)."""

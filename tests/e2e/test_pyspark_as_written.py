@@ -75,6 +75,43 @@ def test_a_console_sink_prints_its_batches_above_the_prompt(repl, data_dir):
     assert "a-word-longer-than-twenty-characters" in text
 
 
+def test_a_console_sink_prints_whole_values_with_truncate_false_and_the_empty_batch_0(repl, data_dir):
+    """Spark's console sink: truncate=False prints a 300-character value whole (the terminal wraps it), and a rate
+    stream's first batch, which has no rows, still prints its header."""
+    long = "x" * 150 + "y" * 150
+    (data_dir / "1.json").write_text(f'{{"word": "{long}"}}\n')
+    repl.run(f'words = spark.readStream.schema("word string").json("{data_dir}")')
+    repl.run('q = words.writeStream.format("console").option("truncate", False).queryName("whole").start()')
+    raw = repl.expect(r"Batch: 0 \(whole\)[\s\S]*?new rows\)", timeout=60)
+    assert long in raw.replace("\r\n", "") and "…" not in raw, raw
+    repl.run('r = spark.readStream.format("rate").option("rowsPerSecond", 1).load()')
+    repl.run('q2 = r.writeStream.format("console").queryName("ticks_console").start()')
+    text = clean(repl.expect(r"Batch: 0 \(ticks_console\)[\s\S]*?new rows\)", timeout=60))
+    assert "(0 new rows)" in text, text
+    repl.expect(r"Batch: 1 \(ticks_console\)", timeout=60)
+    repl.run(":stop --all")
+
+
+def test_a_listener_whose_callbacks_raise_is_warned_about_as_pyspark_does(repl):
+    """Spark's programming guide has one: its callbacks name functions nobody defined."""
+    repl.child.send("from pyspark.sql.streaming import StreamingQueryListener\r")
+    repl.prompt()
+    listener = ("class Listener(StreamingQueryListener):\n"
+                "    def onQueryStarted(self, event):\n        print_started(event.id)\n"
+                "    def onQueryProgress(self, event):\n        print_progress(event.progress.id)\n"
+                "    def onQueryIdle(self, event):\n        pass\n"
+                "    def onQueryTerminated(self, event):\n        pass\n")
+    repl.child.send("\x1b[200~" + listener + "\x1b[201~\r")  # pasted, as the guide's snippet would be
+    repl.prompt()
+    repl.run("spark.streams.addListener(Listener())")
+    repl.run('q = spark.readStream.format("rate").load().writeStream.format("memory").queryName("heard").start()')
+    repl.expect(r"warning: Listener <__main__\.Listener object at 0x[0-9a-f]+> threw an exception: name "
+                r"'print_started' is not defined", timeout=60)
+    repl.expect(r"warning: Listener <__main__\.Listener object at 0x[0-9a-f]+> threw an exception: name "
+                r"'print_progress' is not defined", timeout=60)
+    repl.run(":stop --all")
+
+
 def test_spark_stop_asks_then_gives_a_fresh_session(repl):
     repl.run('q = spark.readStream.format("rate").load().writeStream.format("memory").queryName("kept").start()')
     repl.child.send("spark.stop()\r")

@@ -40,7 +40,7 @@ class TailBatch:
 
 class Tail:
     def __init__(self, session: Session, query: Query, on_batch: Callable[[TailBatch], None],
-                 on_error: Callable[[str], None] | None = None, limit: int = 20):
+                 on_error: Callable[[str], None] | None = None, limit: int = 20, empty: bool = False):
         if query.sink != "memory" and not query.view:
             raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only queries of the default "
                                        "or memory sink can be tailed",
@@ -49,6 +49,7 @@ class Tail:
         self.session = session
         self.query = query
         self.limit = limit
+        self.empty = empty  # batches that wrote nothing are told too (Spark's console sink prints their header)
         self._on_batch = on_batch
         self._on_error = on_error or (lambda message: None)
         self._events: queue.Queue[Event | None] = queue.Queue()
@@ -132,19 +133,19 @@ class Tail:
         if self.query.view:
             rows = bounded_sink.batch_of(self.session.spark, self.query.view, batch_id)
             total = self._count(rows)
-            if total == 0:
+            if total == 0 and not self.empty:
                 return None
-            return TailBatch(self.query.name, batch_id, fetch(rows, self.limit), total, self.query.mode)
+            return TailBatch(self.query.name, batch_id, fetch(rows, self.limit if total else 0), total, self.query.mode)
         table = self.session.spark.table(self.query.name)
         if self.query.mode == "complete":
-            if input_rows == 0 and batch_id > 0:
+            if input_rows == 0 and batch_id > 0 and not self.empty:
                 return None  # nothing arrived, so the result did not change
             total = self._count(table)
             return TailBatch(self.query.name, batch_id, fetch(table, self.limit), total, "complete")
         total = self._count(table)
         new = total - self._seen_rows
         if new <= 0:
-            return None
+            return TailBatch(self.query.name, batch_id, fetch(table, 0), 0, self.query.mode) if self.empty else None
         rows = fetch(table.offset(self._seen_rows), min(new, self.limit))
         self._seen_rows = total
         return TailBatch(self.query.name, batch_id, rows, new, self.query.mode)

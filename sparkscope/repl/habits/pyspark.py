@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...client import _pyspark
@@ -38,6 +39,7 @@ from ...client.kafka.connector import is_kafka
 from ...client.queries.query import wait_in_slices
 from ...client.connection.remote import parse_url
 from ...client.queries.sources import check_kafka_options
+from ..output.live import WHOLE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import CommandContext
@@ -100,6 +102,35 @@ def install() -> None:
         for reader in _pyspark.connect_readers():
             _pyspark.intercept(reader, "load", _load)
         _installed = True
+
+
+# -- a listener that raises ---------------------------------------------------------------------------
+LISTENER_FAILED = r"Listener .* threw an exception"  # pyspark's warning, from its listener thread
+
+
+_listener_errors_to: list[Callable[[str], None]] = []  # the REPL that shows them (the latest one started)
+
+
+def show_listener_errors(say: Callable[[str], None]) -> None:
+    """A StreamingQueryListener callback of the user's that raises: pyspark warns (once per distinct message, as
+    Python's default filter shows a warning), and so does the REPL, in one line above the prompt."""
+    import warnings
+
+    first = not _listener_errors_to
+    _listener_errors_to[:] = [say]
+    if not first:
+        return
+    warnings.filterwarnings("default", message=LISTENER_FAILED, category=UserWarning)  # before the pyspark ignore
+    shown = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        head, _, error = str(message).partition("\n")
+        if re.match(LISTENER_FAILED, head) and _listener_errors_to:
+            _listener_errors_to[0](f"warning: {head}: {' '.join(error.split()) or 'no message'}")
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 # -- getOrCreate ----------------------------------------------------------------------------------
@@ -268,7 +299,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
                                                     if k != "checkpointLocation"},
                                            path=path, table=tableName)
             if console:
-                call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True)
+                call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True, empty=True)
     return handle
 
 
@@ -301,7 +332,7 @@ def _truncate_option(value: Any) -> int | None:
     if value is None or str(value).strip().lower() == "true":
         return CONSOLE_TRUNCATE
     if str(value).strip().lower() == "false":
-        return None
+        return WHOLE
     return _int_option(value, CONSOLE_TRUNCATE)
 
 

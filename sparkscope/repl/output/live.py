@@ -71,14 +71,16 @@ class Live:
             out.flush()
 
     # -- tails ------------------------------------------------------------------------------------------
-    def tail(self, query: Query, limit: int = 20, truncate: int | None = None, from_start: bool = False) -> Tail:
-        """Print each new batch of `query` (its first `limit` rows; with `truncate`, each cell cut to that
-        many characters, as Spark's console sink does)."""
+    def tail(self, query: Query, limit: int = 20, truncate: int | None = None, from_start: bool = False,
+             empty: bool = False) -> Tail:
+        """Print each new batch of `query` (its first `limit` rows; with `truncate`, each cell cut to that many
+        characters, as Spark's console sink does, and WHOLE: every value whole, the terminal wrapping the lines;
+        `empty`: batches that wrote nothing too, as their header)."""
         self._truncate[query.name] = truncate
         existing = self.tails.get(query.name)
         if existing is not None and existing.active and existing.query.id == query.id:
             return existing
-        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit).start(from_start)
+        tail = Tail(self.session, query, self._print_batch, self.say, limit=limit, empty=empty).start(from_start)
         self.tails[query.name] = tail
         return tail
 
@@ -108,8 +110,11 @@ class Live:
         cut = self._truncate.get(batch.query)
         rows = [[_cut(value, cut) for value in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
         table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
-                      footer=f"({batch.total} {what}{more})")
+                      footer=f"({batch.total} {what}{more})", layout="whole" if cut == WHOLE else None)
         self.say(render(table))
+
+
+WHOLE = 0  # truncate=WHOLE: Spark's console sink with truncate=false prints every value whole
 
 
 def _cut(value: Any, width: int) -> Any:

@@ -17,6 +17,7 @@ from .results import Block, Message, Result, Table
 
 FORMATS = ("table", "json", "vertical")
 MARKER = "…"
+WHOLE_WIDTH = 100_000  # a table drawn with every value whole (as to a pipe)
 
 
 def narrowed(table: Table, width: int) -> Table:
@@ -78,7 +79,7 @@ def terminal_width() -> int:
     import sys
 
     if not sys.stdout.isatty():
-        return 100_000
+        return WHOLE_WIDTH
     return shutil.get_terminal_size((120, 40)).columns
 
 
@@ -196,6 +197,8 @@ def render(result: Result, fmt: str = "table", width: int | None = None) -> str:
         width = width or terminal_width()
         if fmt == "vertical" or result.layout == "vertical":
             return render_vertical(result, width)
+        if result.layout == "whole":  # every value whole: the terminal wraps the lines (Spark's truncate=false)
+            return render_table(result, WHOLE_WIDTH)
         result = narrowed(result, width)
         # like pgcli's auto_expand: a table that cannot fit the terminal is shown one record at a time
         return render_table(result, width) if fits(result, width) else render_vertical(result, width)

@@ -16,7 +16,9 @@ class Table:
     footer: str | None = None
     # columns that may be left out, least useful first, when the table is wider than the terminal
     droppable: tuple[str, ...] = ()
-    layout: str | None = None  # "vertical": one record at a time, whatever the terminal's width (:peek --vertical)
+    # "vertical": one record at a time, whatever the terminal's width (:peek --vertical); "whole": every value
+    # whole, however wide (a console sink's truncate=false), the terminal wrapping its lines
+    layout: str | None = None
 
     def without(self, names: set[str]) -> Table:
         keep = [i for i, c in enumerate(self.columns) if c not in names]

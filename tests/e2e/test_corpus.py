@@ -172,3 +172,69 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     repl.run(":stop --all")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)
+
+
+def _sensor_files(folder: Path) -> None:
+    """Seed 003's sensor stream: three JSON-lines files, one a trigger (maxFilesPerTrigger=1)."""
+    folder.mkdir(parents=True)
+    for index in range(1, 4):
+        rows = [{"timestamp": f"2018-12-18 10:00:{second:02d}", "deviceId": device, "deviceType": f"SensorType{kind}",
+                 "signalStrength": 0.1 * device} for second in range(0, 10, 2 + index)
+                for device, kind in ((1, "A"), (2, "D"))]
+        tmp = folder / f".streaming-sensor_file-{index}.json"
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        tmp.rename(folder / f"streaming-sensor_file-{index}.json")
+
+
+def _display_until(repl: Repl, pattern: str) -> str:
+    """A display() cell of a stream: its batches print until Ctrl-C, as in the notebook until the next cell."""
+    text = clean(repl.expect(pattern, timeout=120))
+    repl.child.sendintr()
+    return text + repl.prompt()
+
+
+def test_seed003_sensors_as_written(tmp_path, remote_url):
+    """Seed 003, every cell in order, with only its data paths changed: its ETL query writes parquet with
+    dbutils.fs making its folders, the next cells read the parquet back as a stream, and the display()
+    aggregations show the counts per file. What needs Databricks gets one line each."""
+    cells = notebook_cells((CORPUS / "seed003_sensors.txt").read_text())
+    assert [number for number, _ in cells] == ["4", "12", "14", "16", "18", "20", "21", "23", "25", "28", "30", "32",
+                                               "34", "36", "38", "39", "41", "43", "48"]
+    _sensor_files(tmp_path / "mnt" / "Streaming" / "continuous_streaming" / "streaming_sensor")
+    out_path = tmp_path / "pydata" / "Streaming" / "continuous_streaming" / "out" / "iot-stream"
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    said: dict[str, str] = {}
+    for number, source in cells:
+        source = source.replace("/tmp/pydata/", f"{tmp_path}/pydata/").replace("/mnt/jules-pydata/", f"{tmp_path}/mnt/")
+        if number == "39":  # a Scala comment, which the cell reader (Python only) leaves out: pasted as written
+            source = "// --- SHOW DASHBOARD ---"
+        if number in ("30", "41"):  # display() of a stream: the counts a person reads, then the next cell
+            repl.child.send(source.replace("\n", "\r") + "\r")
+            said[number] = _display_until(repl, r"Batch: \d+ \(display_query_\d+\)[\s\S]*?\)\r?\n")
+            continue
+        said[number] = _paste(repl, source)
+        if number == "20":  # what a person waits for before reading it back: the three files written as parquet
+            wait_for(lambda: repl.run("query.lastProgress and query.lastProgress['batchId'] >= 2 and "
+                                      "query.status['isDataAvailable'] is False").strip().endswith("True"),
+                     timeout=120, what="the ETL query to write all three files")
+    errors = [line for out in said.values() for line in out.splitlines() if line.startswith(("error:", "Traceback"))]
+    assert "Traceback (most recent call last):" not in errors, "\n".join(errors)
+    # the notebook's own (%run, %fs, %sql on streams, a Scala comment) get one line each; nothing else fails
+    streaming_sql = "error: This SQL reads a stream"
+    assert [line.split(".")[0] for line in errors] == [
+        "error: %run is a Databricks notebook magic", "error: %fs is a Databricks notebook magic", streaming_sql,
+        streaming_sql, "error: %sql needs a statement", streaming_sql, "error: %run is a Databricks notebook magic",
+    ], "\n".join(errors)
+    assert "SyntaxError" in said["39"]  # `// --- SHOW DASHBOARD ---` is Scala
+    assert "'{\"timestamp\": \"2018-12-18 10:00:00\", \"deviceId\": 1" in said["14"], said["14"]  # dbutils.fs.head
+    assert list(out_path.glob("*.parquet")), "the ETL query wrote no parquet"
+    # display of the files processed: the parquet read back as a stream, counted per input file
+    # (file 1's 8 rows: the name is cut to the terminal's width, as Databricks' display cuts a cell)
+    assert re.search(r"\| file:///\S+/streaming_sensor/\S*\s*\| \S+ \S+\s*\| 8\s+\|", said["30"]), said["30"]
+    assert "lost_sensor_signals" not in errors and "Batch:" in said["41"]
+    assert "StreamingQuery" in said["43"]  # the foreach query started, as in the notebook
+    repl.run(":stop --all")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)

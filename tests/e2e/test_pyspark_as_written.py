@@ -92,6 +92,15 @@ def test_a_console_sink_prints_whole_values_with_truncate_false_and_the_empty_ba
     repl.run(":stop --all")
 
 
+def test_a_continuous_query_into_a_console_sink_prints_its_epochs_as_they_commit(repl):
+    """The programming guide's continuous example: no progress events, so the epochs are read as they commit."""
+    repl.run('spark.readStream.format("rate").option("rowsPerSecond", "10").load().writeStream.format("console")'
+             '.trigger(continuous="1 second").queryName("epochs").start()')
+    text = clean(repl.expect(r"Batch: \d+ \(epochs\)[\s\S]*?\((\d+) new rows\)", timeout=90))
+    assert int(repl.child.match.group(1)) > 0 and re.search(r"\| \d{4}-\d\d-\d\d \d\d:\S+\s*\| \d+\s+\|", text), text
+    repl.run(":stop --all")
+
+
 def test_a_listener_whose_callbacks_raise_is_warned_about_as_pyspark_does(repl):
     """Spark's programming guide has one: its callbacks name functions nobody defined."""
     repl.child.send("from pyspark.sql.streaming import StreamingQueryListener\r")

@@ -10,6 +10,7 @@ Reading happens on the Tail's own thread, so the monitor's event thread never wa
 from __future__ import annotations
 
 import queue
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,15 @@ from .rows import Rows, fetch
 if TYPE_CHECKING:  # pragma: no cover
     from .query import Query
     from ..session import Session
+
+
+CONTINUOUS_POLL_MIN = 0.5  # seconds: the shortest interval a continuous query's epochs are looked for at
+
+
+def _epoch(status_message: str) -> int | None:
+    """The epoch a continuous query commits now, from its status ("Committing epoch 27"), or None."""
+    match = re.search(r"epoch (\d+)", status_message)
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,7 @@ class Tail:
         self._thread: threading.Thread | None = None
         self.active = False
         self._stopped = False  # stop() was called: a batch read meanwhile is not printed
+        self._wake = threading.Event()  # ends a continuous query's polling at once
 
     def start(self, from_start: bool = False) -> Tail:
         """Print the batches that come from now on; `from_start` (a query just started, as a console
@@ -69,6 +80,11 @@ class Tail:
         latest = None if from_start else self.query.progress
         self._last_batch = latest.batch_id if latest else -1
         self.active = True
+        if self.query.trigger.kind == "continuous":  # no progress events: its epochs are polled as they commit
+            self._thread = threading.Thread(target=self._poll_epochs, name=f"sparkscope-tail-{self.query.name}",
+                                            daemon=True)
+            self._thread.start()
+            return self
         self._thread = threading.Thread(target=self._run, name=f"sparkscope-tail-{self.query.name}", daemon=True)
         self._thread.start()
         self._unsubscribe = self.session.monitor.subscribe(self._on_event)
@@ -88,6 +104,7 @@ class Tail:
 
     def stop(self) -> None:
         self._stopped = True
+        self._wake.set()
         if not self.active:
             return
         self.active = False
@@ -124,6 +141,23 @@ class Tail:
                 self._on_error(f"tail {self.query.name}: {translate(exc)}")
                 continue
             if batch is not None and not self._stopped:
+                self._on_batch(batch)
+
+    def _poll_epochs(self) -> None:
+        """A continuous query reports no progress per epoch: at each checkpoint interval, the rows its memory sink
+        got since the last look, under the epoch it commits now (Spark's console sink heads each epoch so)."""
+        every = max(CONTINUOUS_POLL_MIN, self.query.trigger.seconds or 1.0)
+        while not self._wake.wait(every):
+            try:
+                if not self.query.is_active:
+                    return
+                epoch = _epoch(str(self.query.status.get("message", "")))
+                batch = self._read(self._last_batch + 1 if epoch is None else epoch, 1)
+            except SparkscopeError as exc:
+                self._on_error(f"tail {self.query.name}: {exc}")
+                return
+            if batch is not None and batch.total and not self._stopped:  # an epoch with no rows prints nothing
+                self._last_batch = batch.batch_id
                 self._on_batch(batch)
 
     def _count(self, table: Any) -> int:

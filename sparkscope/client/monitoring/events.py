@@ -136,19 +136,19 @@ class TrackBook:
         return list(track.history) if track else []
 
     # -- events ---------------------------------------------------------------------------------------
-    def _publish(self, event: Event) -> None:
+    def publish(self, event: Event) -> None:
         with self._lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:
             with swallowed("delivering an event"):  # one broken consumer must not starve the others
                 callback(event)
 
-    def _notice(self, message: str, code: str | None = None) -> None:
+    def notice(self, message: str, code: str | None = None) -> None:
         self.notices.append(message)
         del self.notices[:-NOTICES_KEPT]
-        self._publish(Event("notice", message=message, code=code))
+        self.publish(Event("notice", message=message, code=code))
 
-    def _track(self, query_id: str, name: str | None) -> Track:
+    def track_for(self, query_id: str, name: str | None) -> Track:
         with self._lock:
             track = self._tracks.get(query_id)
             if track is None:
@@ -160,28 +160,28 @@ class TrackBook:
             return track
 
     def on_started(self, query_id: str, name: str | None) -> None:
-        track = self._track(query_id, name)
+        track = self.track_for(query_id, name)
         track.state, track.error = "active", None
-        self._publish(Event("started", query_id, track.name))
+        self.publish(Event("started", query_id, track.name))
 
     def on_progress(self, progress: Progress) -> None:
-        track = self._track(progress.query_id, progress.name)
+        track = self.track_for(progress.query_id, progress.name)
         with self._lock:
             track.state = "active"
             is_new = track.add(progress)
         if is_new:
-            self._publish(Event("progress", progress.query_id, track.name, progress=progress))
+            self.publish(Event("progress", progress.query_id, track.name, progress=progress))
 
     def on_idle(self, query_id: str) -> None:
-        track = self._track(query_id, None)
+        track = self.track_for(query_id, None)
         track.idle_since = track.idle_since or time.time()
-        self._publish(Event("idle", query_id, track.name))
+        self.publish(Event("idle", query_id, track.name))
 
     def on_terminated(self, query_id: str, error: str | None) -> None:
-        track = self._track(query_id, None)
+        track = self.track_for(query_id, None)
         if track.state != "active" and track.error == error:
             return
         track.state = "failed" if error else "stopped"
         track.error = summarise_error(error) if error else None
         track.updated_at = time.time()
-        self._publish(Event("terminated", query_id, track.name, error=track.error))
+        self.publish(Event("terminated", query_id, track.name, error=track.error))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .._pyspark import ListenerBus
@@ -35,12 +36,12 @@ SILENT_AFTER = 15.0
 CHECK_DEADLINE = 3.0  # seconds for the one call that checks a silent stream
 
 
-class Monitor(TrackBook):
+class Monitor:
     """Push-based (or, as a fallback, polled) progress for every query of a session."""
 
     def __init__(self, session: WatchedSession, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
                  poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER):
-        super().__init__(history_size)
+        self._book = TrackBook(history_size)  # the tracks and subscribers: what the events tell
         self._session = session
         self._use_listener = use_listener
         self._poll_interval = poll_interval
@@ -57,6 +58,36 @@ class Monitor(TrackBook):
         self._heard_at_wall = time.time()
 
     # -- lifecycle --------------------------------------------------------------------------------
+
+    # -- what the events told (its TrackBook's), no RPC ----------------------------------------------
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
+        return self._book.subscribe(callback)
+
+    def tracks(self) -> list[Track]:
+        return self._book.tracks()
+
+    def track(self, name_or_id: str) -> Track | None:
+        return self._book.track(name_or_id)
+
+    def history(self, name_or_id: str) -> list[Progress]:
+        return self._book.history(name_or_id)
+
+    @property
+    def notices(self) -> list[str]:
+        return self._book.notices
+
+    def on_started(self, query_id: str, name: str | None) -> None:
+        self._book.on_started(query_id, name)
+
+    def on_progress(self, progress: Progress) -> None:
+        self._book.on_progress(progress)
+
+    def on_idle(self, query_id: str) -> None:
+        self._book.on_idle(query_id)
+
+    def on_terminated(self, query_id: str, error: str | None) -> None:
+        self._book.on_terminated(query_id, error)
     def start(self) -> Monitor:
         with self._starting:  # one start at a time; a second caller finds it started
             if self.mode == "stopped":
@@ -72,7 +103,7 @@ class Monitor(TrackBook):
             loop = self._watchdog
         else:
             if self._use_listener:
-                self._notice("Live events are not available from this server; polling every "
+                self._book.notice("Live events are not available from this server; polling every "
                              f"{self._poll_interval:g} s instead")
             self.mode = "polling"
             loop = self._poll_loop
@@ -151,13 +182,13 @@ class Monitor(TrackBook):
         self._heard_at, self._heard_at_wall = time.monotonic(), time.time()
         if self.stale_since is not None:
             self.stale_since = None
-            self._notice("The server answers again; the numbers are live")
+            self._book.notice("The server answers again; the numbers are live")
 
     @property
     def silent(self) -> bool:
         """Listening, queries run, and no event arrived for a while: the numbers may not be current."""
         return (self.mode == "listener" and time.monotonic() - self._heard_at > self._silent_after
-                and any(track.state == "active" for track in self.tracks()))
+                and any(track.state == "active" for track in self._book.tracks()))
 
     def _watchdog(self) -> None:
         while not self._stop.wait(self._watchdog_interval):
@@ -179,7 +210,7 @@ class Monitor(TrackBook):
             log.debug("the silent-stream check got no answer", exc_info=True)
             if self.stale_since is None:
                 self.stale_since = self._heard_at_wall
-                self._notice(f"The server is not answering; the numbers shown are from "
+                self._book.notice(f"The server is not answering; the numbers shown are from "
                              f"{time.strftime('%H:%M:%S', time.localtime(self._heard_at_wall))}, not live",
                              code="server_silent")
             self._heard_at = time.monotonic()  # check again after another quiet spell, not at once
@@ -192,7 +223,7 @@ class Monitor(TrackBook):
         """Whether a running query has a newer batch than the stream delivered (one RPC per query)."""
         for query in self._session.running():
             last = query.progress
-            track = self.track(query.id)
+            track = self._book.track(query.id)
             known = track.latest if track is not None else None
             if last is not None and (known is None or last.batch_id > known.batch_id):
                 return True
@@ -209,16 +240,16 @@ class Monitor(TrackBook):
             filled = self._backfill()
             self._heard()
             if self.reregistered == 1 or what != "broke":
-                self._notice(f"The live event stream {what}; listening again (back-filled {filled} "
+                self._book.notice(f"The live event stream {what}; listening again (back-filled {filled} "
                              f"batch{'es' if filled != 1 else ''} from recent progress)")
             return True
         if try_probe(self._session.target, timeout=2) is None:
             self.stale_since = time.time()
             how = "ran out of memory and exited" if unreachable_cause() is not None else "went away"
-            self._notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
+            self._book.notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
                          code="server_gone")
         else:
-            self._notice(f"The live event stream {what} and could not be re-opened; polling instead")
+            self._book.notice(f"The live event stream {what} and could not be re-opened; polling instead")
         self.mode = "polling"
         self._poll_loop()
         return False
@@ -227,26 +258,26 @@ class Monitor(TrackBook):
     def _seed(self) -> None:
         """Known queries and their recent history, before events start arriving."""
         for query in self._session.running():
-            track = self._track(query.id, query.name)
+            track = self._book.track_for(query.id, query.name)
             with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
                     track.add(progress)
         for query in self._session.known_queries():
             ended = query.known_state()
             if ended is not None:
-                track = self._track(query.id, query.name)
+                track = self._book.track_for(query.id, query.name)
                 track.state = ended
                 track.error = query.final_error.short if query.final_error else None
 
     def _backfill(self) -> int:
         filled = 0
         for query in self._session.running():
-            track = self._track(query.id, query.name)
+            track = self._book.track_for(query.id, query.name)
             with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
                     if track.add(progress):
                         filled += 1
-                        self._publish(Event("progress", query.id, track.name, progress=progress))
+                        self._book.publish(Event("progress", query.id, track.name, progress=progress))
         return filled
 
     def poll_once(self) -> None:
@@ -254,17 +285,17 @@ class Monitor(TrackBook):
         spark = self._session.spark
         active = {handle.id: handle for handle in spark.streams.active}
         for query_id, handle in active.items():
-            track = self._track(query_id, handle.name)
+            track = self._book.track_for(query_id, handle.name)
             if track.state != "active":
-                self.on_started(query_id, handle.name)
+                self._book.on_started(query_id, handle.name)
             last = handle.lastProgress
             if last is not None:
-                self.on_progress(Progress.from_json(json.loads(last.json)))
-        for track in self.tracks():
+                self._book.on_progress(Progress.from_json(json.loads(last.json)))
+        for track in self._book.tracks():
             if track.state == "active" and track.id not in active:
                 query = next((q for q in self._session.known_queries() if q.id == track.id), None)
                 failure = query.exception if query is not None else None
-                self.on_terminated(track.id, failure.full if failure else None)
+                self._book.on_terminated(track.id, failure.full if failure else None)
 
     def _poll_loop(self) -> None:
         """Poll until closed. A server that stops answering is said once, with the time of the numbers
@@ -280,13 +311,13 @@ class Monitor(TrackBook):
                 if failures == STALE_AFTER and self.stale_since is None:
                     self.stale_since = answered_at
                     reason = exc.message if isinstance(exc, SparkscopeError) else type(exc).__name__
-                    self._notice(f"The server is not answering ({reason}); the numbers shown are from "
+                    self._book.notice(f"The server is not answering ({reason}); the numbers shown are from "
                                  f"{time.strftime('%H:%M:%S', time.localtime(answered_at))}, not live")
             else:
                 failures, answered_at = 0, time.time()
                 if self.stale_since is not None:
                     self.stale_since = None
-                    self._notice("The server answers again; the numbers are live")
+                    self._book.notice("The server answers again; the numbers are live")
             self._stop.wait(self._poll_interval)
 
 

@@ -171,3 +171,30 @@ def test_a_script_of_commands_goes_on_after_a_failed_line_and_exits_1(remote_url
     assert (out.returncode, out.stdout) == (1, "goes on\n")
     assert out.stderr.strip() == ("error: No query or table named 'nosuch'. List them with :queries, or start one "
                                   "with :start.")
+
+
+def test_a_script_s_syntax_error_and_uncaught_exception_in_a_terminal(remote_url, tmp_path):
+    """The same two rows of a script, run from a terminal (a pty): nothing runs before a syntax error, and the
+    first uncaught exception ends a .py script with its file and line, exit code 1."""
+    import pexpect
+
+    from tests.e2e.conftest import clean, spawn
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("print('first')\n" + "x = 1\n" * 48 + "def broken(:\n")
+    child = spawn("--remote", remote_url, "-f", str(broken))
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    assert child.exitstatus == 1
+    assert clean(child.before).splitlines() == [f'  File "{broken}", line 50', "    def broken(:",
+                                                "               ^", "SyntaxError: invalid syntax"]
+    raises = tmp_path / "raises.py"
+    raises.write_text("print('one')\nraise ValueError('the sensor id is missing')\nprint('never')\n")
+    child = spawn("--remote", remote_url, "-f", str(raises))
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    assert child.exitstatus == 1
+    assert clean(child.before).splitlines() == ["one", "Traceback (most recent call last):",
+                                                f'  File "{raises}", line 2, in <module>',
+                                                "    raise ValueError('the sensor id is missing')",
+                                                "ValueError: the sensor id is missing"]

@@ -11,7 +11,6 @@ from . import bounded_sink
 from .._pyspark import explain_string
 from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
 from ..logs import log
-from .dataframes import is_dataframe
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
 from .rows import Rows, fetch
@@ -74,8 +73,6 @@ class SinkReader:
                         for key in sort_order(spec)]
                 df = df.orderBy(*[df[name].desc() if descending else df[name] for name, descending in keys])
             return fetch(df, int(n))
-
-    is_dataframe = staticmethod(is_dataframe)
 
     def query_plan(self, name: str) -> str:
         """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""

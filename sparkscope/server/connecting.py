@@ -13,8 +13,7 @@ from typing import Any
 from ..client.errors import ConfigError, SparkscopeError
 from ..client.logs import swallowed
 from ..client.connection.remote import Target, resolve
-from ..client.session import Session
-from ..client.session import KEEPALIVE_SECONDS
+from ..client.session import KEEPALIVE_SECONDS, Session
 from .local import UI_READERS, LocalServer
 
 
@@ -26,10 +25,11 @@ class EmbeddedServer:
         self._server = LocalServer(home)
 
     def ui(self, port: int) -> str | None:
-        info = self._server.alive()
-        if info is None or info.port != port:
+        if not self.serves(port):
             return None
-        return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
+        info = self._server.alive()
+        ui_url = info.ui_url if info is not None else None
+        return f"{ui_url}: {UI_READERS}" if ui_url else "off (sparkscope server start --ui turns it on)"
 
     def serves(self, port: int) -> bool:
         info = self._server.alive()
@@ -40,10 +40,7 @@ class EmbeddedServer:
         return info is not None and info.port == port and info.token != token
 
     def busy_tasks(self, port: int, window: float) -> list[float] | None:
-        info = self._server.alive()
-        if info is None or info.port != port:
-            return None
-        return self._server.busy_tasks(window)
+        return self._server.busy_tasks(window) if self.serves(port) else None
 
     def out_of_memory_exit(self) -> SparkscopeError | None:
         return self._server.out_of_memory_exit()

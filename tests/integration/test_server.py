@@ -249,11 +249,11 @@ def test_a_port_another_program_takes_while_the_server_starts_moves_it_to_the_ne
     taken: list[int] = []
 
     def take_its_port(elapsed: float, stage: str) -> None:  # as another server would, while this JVM starts
-        running = local.running()
-        if not taken and running is not None:
-            holder.bind(("127.0.0.1", running.port))
+        if not taken and local.state_path.exists():  # written before the JVM is waited for, with the port picked
+            port = json.loads(local.state_path.read_text())["port"]
+            holder.bind(("127.0.0.1", port))
             holder.listen()
-            taken.append(running.port)
+            taken.append(port)
 
     try:
         with caplog.at_level("WARNING", logger="sparkscope"):

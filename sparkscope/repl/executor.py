@@ -179,8 +179,10 @@ class Executor(SessionHolder):
                 self.out.write("\n".join(notes) + "\n")
                 self.out.flush()
                 return True
-            self._error(cancel_notice(cancel))
+            self._error(cancel_notice(cancel, self.interactive))
             self._watch_stuck_tasks(cancel)
+            if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
+                raise KeyboardInterrupt from None
             return False
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
@@ -316,7 +318,7 @@ class Executor(SessionHolder):
             if not cancel.by_keyboard:
                 self._report(cancel)
                 return False
-            self._error(cancel_notice(cancel))
+            self._error(cancel_notice(cancel, self.interactive))
             self._watch_stuck_tasks(cancel)
             if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
                 raise KeyboardInterrupt from None

@@ -29,8 +29,12 @@ ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
 STUCK_SAMPLE = 2.0  # seconds of CPU sampled after a cancel
 
 
-def cancel_notice(cancel: Cancelled) -> str:
-    """The line shown when Ctrl-C (or the deadline) ended an input."""
+def cancel_notice(cancel: Cancelled, interactive: bool = True) -> str:
+    """The line shown when Ctrl-C (or the deadline) ended an input. In a script, Ctrl-C ends the script, as it
+    ends `python FILE`, and the script's exit then stops what it started: no line may promise otherwise."""
+    if not interactive and cancel.by_keyboard:
+        waiting = f" while waiting for {cancel.waited_on}" if cancel.waited_on else ""
+        return f"KeyboardInterrupt: the script stopped{waiting}."
     if cancel.waited_on == "any query":
         return "Stopped waiting; the queries keep running (:stop NAME ends one)."
     if cancel.waited_on:

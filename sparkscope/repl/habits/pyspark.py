@@ -348,7 +348,8 @@ def _stop(original: Any, spark: Any) -> Any:
 def replace_stopped_session(executor: CommandContext) -> None:
     """spark.stop() ran on the REPL's session: close it as pyspark would (asking first, as :quit does,
     when queries run; a script's own queries stop with it), then open a new session on the same
-    server, so that spark, ss and every command work again."""
+    server, so that spark, ss and every command work again. The REPL says so in one line; a script says nothing,
+    as pyspark says nothing."""
     from ...client.deadline import within
     from ...client.errors import SparkscopeError
     from ...server.connecting import open_session
@@ -374,6 +375,8 @@ def replace_stopped_session(executor: CommandContext) -> None:
         new, _, left = executor.switch_session(lambda: open_session(old.target.with_session(None), server_home=old.server_home))
     except SparkscopeError as exc:
         executor.err.write(error_line(exc) + "\n")
+        return
+    if not executor.interactive:  # as pyspark's spark.stop(): silent; the script's own queries ended with it
         return
     ended = f"; stopped {names}" if stop and queries else ""
     kept = f"; left running in the old session: {', '.join(left)} (:stop NAME ends one)" if left else ""

@@ -36,3 +36,47 @@ def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180, ho
     full.update(env or {})
     return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=full,
                           input=stdin)
+
+
+class LineServer:
+    """`nc -lk PORT` for Spark's socket source: waits for it to connect, then sends each line it is given."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connected = threading.Event()
+        self.connection = None
+        self._first: list[str] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError):  # closed before anybody connected
+            self.connection, _ = self.listener.accept()
+            for line in self._first:
+                self.connection.sendall((line + "\n").encode())
+            self.connected.set()
+
+    def send_on_connect(self, line: str) -> None:
+        """Send `line` to each reader as soon as it connects (the first only: a socket source reads one)."""
+        self._first.append(line)
+
+    def send(self, line: str) -> None:
+        assert self.connected.wait(60), "Spark's socket source never connected"
+        assert self.connection is not None
+        self.connection.sendall((line + "\n").encode())
+
+    def close(self) -> None:
+        for sock in (self.connection, self.listener):
+            if sock is not None:
+                sock.close()
+
+    def __enter__(self) -> "LineServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

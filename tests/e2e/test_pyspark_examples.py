@@ -11,41 +11,15 @@ script; sparkscope prints them where the script runs, which is what spark-submit
 from __future__ import annotations
 
 import re
-import socket
-import threading
 from pathlib import Path
 
 import pexpect
 import pytest
 
 from tests.e2e.conftest import clean, spawn
+from tests.helpers import LineServer
 
 EXAMPLES = Path(__import__("pyspark").__file__).parent / "examples" / "src" / "main" / "python" / "sql" / "streaming"
-
-
-class LineServer:
-    """`nc -lk PORT`: waits for Spark's socket source to connect, then sends each line it is given."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connected = threading.Event()
-        self.connection: socket.socket | None = None
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        self.connection, _ = self.listener.accept()
-        self.connected.set()
-
-    def send(self, line: str) -> None:
-        assert self.connected.wait(60), "Spark's socket source never connected"
-        assert self.connection is not None
-        self.connection.sendall((line + "\n").encode())
-
-    def close(self) -> None:
-        for sock in (self.connection, self.listener):
-            if sock is not None:
-                sock.close()
 
 
 @pytest.fixture

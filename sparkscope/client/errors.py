@@ -187,6 +187,20 @@ _CLASS_HINTS = {  # Spark's error class -> (code, the SDK's hint)
 }
 
 
+# A query that reads a checkpoint another query wrote: Spark fails to parse the metadata it finds (json4s), inside
+# the checkpoint's metadata logs. The guide's toTable example does it: two queries, one checkpointLocation.
+_FOREIGN_CHECKPOINT = re.compile(r"json4s\.MappingException[\s\S]*?(HDFSMetadataLog|CompactibleFileStreamLog|OffsetSeqLog|"
+                                 r"CommitLog)")
+FOREIGN_CHECKPOINT_HINT = "Give each query a checkpointLocation of its own"
+
+
+def foreign_checkpoint(text: str) -> str | None:
+    """For a query failure that comes from reading another query's checkpoint: what to say instead, else None."""
+    if not _FOREIGN_CHECKPOINT.search(text):
+        return None
+    return "its checkpoint holds metadata it cannot read, written by another query with the same checkpointLocation"
+
+
 _OOM = r"OutOfMemoryError(?::\s*([^\n\"]+))?"
 _GRPC_DETAILS = r"(?s)details = \"([^\"]*)\""  # a raw RpcError's text, when it has no details() to ask
 OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
@@ -382,6 +396,10 @@ def translate(exc: BaseException) -> SparkscopeError:
         return raw
     worker = _python_worker_error(text) if type(exc).__module__.startswith("pyspark") else None
     if name in ("StreamingQueryException",):
+        foreign = foreign_checkpoint(text)
+        if foreign is not None:
+            return QueryFailed(f"{_strip_sqlstate(first).rstrip('.')}: {foreign}", FOREIGN_CHECKPOINT_HINT,
+                               error_class or name, code="foreign_checkpoint")
         if worker is not None:
             return QueryFailed(worker.message, worker.hint, error_class or name, code=worker.code, data=worker.data)
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)

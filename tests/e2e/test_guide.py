@@ -36,6 +36,11 @@ def _paste(repl: Repl, source: str, awaits: str | None) -> str:
     return repl.prompt(timeout=120)
 
 
+def _printed(out: str) -> str:
+    """What sparkscope printed for a block, without the echo of the pasted block."""
+    return "\n".join(line for line in out.splitlines()[1:] if not line.startswith("...")).strip()
+
+
 def _same_end(plain: str | None, ours: str) -> bool:
     if plain is None:
         return not _ERROR.search(ours)
@@ -66,8 +71,8 @@ def test_the_programming_guide_s_python_blocks_end_as_in_plain_pyspark(remote_ur
             repl.run(":stop --all")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=60)
-    report = "\n".join(f"{label}: plain {plain[label] or 'ok'}; sparkscope "
-                       f"{'same' if _same_end(plain[label], out) else 'DIFFERENT:' + out[-600:]}"
-                       for label, out in ours.items())
+    report = "\n".join(f"== {label}: plain {plain[label] or 'ok'}; sparkscope "
+                       f"{'the same' if _same_end(plain[label], out) else 'DIFFERENT'}, after printing:\n"
+                       f"{_printed(out)}" for label, out in ours.items())
     print(report)
     assert all(_same_end(plain[label], out) for label, out in ours.items()), report

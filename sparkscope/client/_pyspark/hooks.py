@@ -155,8 +155,11 @@ class WriterSettings:
         return None
 
     @property
-    def has_foreach(self) -> bool:
-        return self._proto.HasField("foreach_batch") or self._proto.HasField("foreach_writer")
+    def foreach_sink(self) -> str | None:
+        """"foreach_batch" or "foreach" when the sink is a Python function or writer, else None."""
+        if self._proto.HasField("foreach_batch"):
+            return "foreach_batch"
+        return "foreach" if self._proto.HasField("foreach_writer") else None
 
     @property
     def session(self) -> Any:

@@ -35,7 +35,9 @@ class CatalogedSession(Protocol):
 def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | None]:
     """The plan to keep, and why it would not replay in another session (None when it would)."""
     if sink == "foreach_batch":
-        return None, "its foreach_batch function is not kept"
+        return None, "its foreachBatch function lives only in this Python process"
+    if sink == "foreach":
+        return None, "its foreach writer lives only in this Python process"
     try:
         plan = plan_bytes(df)
     except Exception:

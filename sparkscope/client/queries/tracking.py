@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .owner import OwningSession
 
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
-_SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ConsoleTable", "console"),
-               ("FileSink", "file"))
+_SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ForeachWriterTable", "foreach"),
+               ("ConsoleTable", "console"), ("FileSink", "file"))
 
 
 class QueryBook:

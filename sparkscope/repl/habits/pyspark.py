@@ -290,8 +290,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         for tag in tags:
             spark.addTag(tag)
     if ours:
-        sink = "foreach_batch" if settings.has_foreach else ("table" if tableName else
-                                                             "kafka" if kafka else (settings.format or "parquet"))
+        sink = settings.foreach_sink or ("table" if tableName else "kafka" if kafka else (settings.format or "parquet"))
         with swallowed(f"recording {handle.name or handle.id} in the catalog"):
             query = session.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
                                            trigger=settings.trigger, checkpoint=checkpoint,

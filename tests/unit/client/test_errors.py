@@ -58,3 +58,30 @@ def test_a_query_name_in_use_says_which_and_what_to_do():
     assert error.hint == "Stop it first (ss.query('counts').stop()) or pick another queryName"
     assert error_line(error) == ("error: Cannot start query with name counts as a query with that name is already "
                                  "active in this SparkSession. Stop it first (:stop counts) or pick another name.")
+
+
+# the text of a query that read another query's checkpoint (the guide's toTable example: two queries, one folder),
+# cut from Spark 4.3's StreamingQueryException
+_FOREIGN = ("[STREAM_FAILED] Query [id = 75426047-2ac2-4193-b8d8-02e3e6d87b11, runId = e9ff3295] terminated with "
+            "exception: No usable value for path\nDid not find value which can be converted into java.lang.String "
+            "SQLSTATE: XXKST\n=== Streaming Query ===\nJVM stacktrace:\norg.apache.spark.sql.streaming."
+            "StreamingQueryException: No usable value for path\nCaused by: org.json4s.MappingException: No usable "
+            "value for path\n\tat org.json4s.reflect.package$.fail(package.scala:56)\n\tat org.apache.spark.sql."
+            "execution.streaming.runtime.CompactibleFileStreamLog.deserializeEntry(CompactibleFileStreamLog.scala:147)")
+
+
+def test_a_query_that_read_another_query_s_checkpoint_is_named_as_such():
+    class StreamingQueryException(Exception):  # the name translate() reads; pyspark's needs a server's reply
+        pass
+
+    from sparkscope.client.errors import foreign_checkpoint
+    from sparkscope.client.queries.query import summarise_error
+
+    assert foreign_checkpoint(_FOREIGN) == ("its checkpoint holds metadata it cannot read, written by another query "
+                                            "with the same checkpointLocation")
+    assert summarise_error(_FOREIGN).endswith("; give each query a checkpointLocation of its own")
+    failed = translate(StreamingQueryException(_FOREIGN))
+    assert failed.message == ("Query [id = 75426047-2ac2-4193-b8d8-02e3e6d87b11, runId = e9ff3295] terminated with "
+                              "exception: No usable value for path: its checkpoint holds metadata it cannot read, "
+                              "written by another query with the same checkpointLocation")
+    assert foreign_checkpoint("org.json4s.MappingException: No usable value for path") is None  # no metadata log

@@ -57,4 +57,7 @@ def user_traceback(exc: BaseException, source: str, filename: str = "<input>", f
     out.extend(traceback.format_exception_only(type(exc), exc))
     if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
+    python_word = {"true": "True", "false": "False", "null": "None"}.get(getattr(exc, "name", None) or "")
+    if isinstance(exc, NameError) and python_word:  # Scala's or JSON's word, as Spark's docs write some options
+        out.append(f"hint: Python writes {python_word}\n")
     return "".join(out)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PAGES = ("getting-started.md", "apis-on-dataframes-and-datasets.md")  # the guide's own order
+PAGES = ("getting-started.md", "apis-on-dataframes-and-datasets.md",  # the guide's own order
+         "structured-streaming-state-data-source.md")
 _BLOCK = re.compile(r"\{% highlight python %\}\n(.*?)\{% endhighlight %\}", re.S)
 _PLACEHOLDER = re.compile(r"^(\w+) = (?:spark\.read(?:Stream)?\. |SparkSession\. |)\.\.\.(?:\s*#.*)?$", re.M)
 
@@ -65,11 +66,26 @@ READER_IMPORTS = Snippet("the reader's imports", 0, "from pyspark.sql.functions 
                                                     "from pyspark.sql.streaming import StreamingQueryListener\n")
 
 
+# The state data source page reads "<checkpointLocation>": the checkpoint of a stateful query the reader has run.
+# This block runs one before that page's blocks: a count per key over three files, a batch each, then it ends.
+STATEFUL_CHECKPOINT = "/path/to/stateful/checkpoint"
+STATEFUL_QUERY = Snippet("a stateful query's checkpoint", 0, f"""\
+spark.range(30).selectExpr("id % 3 AS key").repartition(3).write.mode("overwrite").json("/path/to/stateful/input")
+_stateful = (spark.readStream.schema("key LONG").option("maxFilesPerTrigger", 1).json("/path/to/stateful/input")
+             .groupBy("key").count()
+             .writeStream.format("memory").queryName("guide_stateful").outputMode("complete")
+             .option("checkpointLocation", "{STATEFUL_CHECKPOINT}").trigger(availableNow=True).start())
+_stateful.awaitTermination()
+""")
+
+
 def snippets(folder: Path) -> list[Snippet]:
     """The reader's imports, then every Python block of the guide's pages, in order."""
     found = [READER_IMPORTS]
     for page in PAGES:
         blocks = _BLOCK.findall((folder / page).read_text(encoding="utf-8"))
+        if any("<checkpointLocation>" in block for block in blocks):
+            found.append(STATEFUL_QUERY)
         found += [Snippet(page, number, block) for number, block in enumerate(blocks, 1)]
     return found
 
@@ -85,7 +101,7 @@ def prepared(snippet: Snippet, data: Path, socket_port: int) -> str:
         name = match.group(1)
         return "" if name == "spark" else f"{name} = {STANDS_FOR[name]}"
 
-    source = _PLACEHOLDER.sub(fill, source)
+    source = _PLACEHOLDER.sub(fill, source).replace("<checkpointLocation>", STATEFUL_CHECKPOINT)
     for path in sorted(set(re.findall(r'"(/?path/to/[^"]*)"', source))):
         (data / path.strip("/")).mkdir(parents=True, exist_ok=True)  # an input folder must exist; Spark fills the others
         source = source.replace(f'"{path}"', f'"{data / path.strip("/")}"')

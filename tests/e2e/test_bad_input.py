@@ -44,6 +44,7 @@ CASES = [
     ("1 / 0", "ZeroDivisionError: division by zero"),
     ("r.count()", "error: Queries with streaming sources must be executed with writeStream.start()"),
     ("r.isStreaming()", "hint: isStreaming is a property, not a method: write df.isStreaming without ()"),
+    ('spark.read.format("statestore").option("readChangeFeed", true)', "hint: Python writes True"),
     (":await alive --timeout soon", "error: 'soon' is not a number of seconds."),
     (":connect --session-id nope", "error: 'nope' is not a session id. A session id is a UUID, as printed by "
                                    ":session."),

@@ -20,7 +20,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: run test test-cluster test-servers server-venvs unit bench soak lint docs install server-stop clean
+.PHONY: run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -81,6 +81,12 @@ test-servers: $(TESTSTAMP) $(SERVER_VENVS)
 
 test-cluster: $(TESTSTAMP)
 	$(BIN)/python -m pytest tests/cluster -q
+
+# Spark's Structured Streaming Programming Guide, block by block, against plain pyspark (tests/corpus/guide.py).
+# Its text is not kept here: name the docs/ folder of an apache/spark checkout. make test skips it without one.
+test-guide: $(TESTSTAMP)
+	@test -n "$(SPARKSCOPE_SPARK_DOCS)" || { echo "Set SPARKSCOPE_SPARK_DOCS to the docs/ folder of an apache/spark checkout"; exit 2; }
+	SPARKSCOPE_SPARK_DOCS="$(SPARKSCOPE_SPARK_DOCS)" $(BIN)/python -m pytest tests/e2e/test_guide.py -q -rs
 
 unit: $(TESTSTAMP)
 	$(BIN)/python -m pytest tests/unit -q

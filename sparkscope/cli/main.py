@@ -197,10 +197,10 @@ def _run_file(executor, path: str) -> bool:
     line), then piece by piece, with tracebacks naming the file. A .py script stops at its first error, as
     `python FILE` does; a script of commands (.sps, or any other name) goes on after a failed line, as a SQL
     client's -f does, and exits non-zero."""
-    import traceback
 
     from ..repl.commands.registry import split_commands
     from ..repl.prompt.statements import first_syntax_error, numbered_statements
+    from ..repl.python_input import syntax_error_text
 
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
@@ -213,7 +213,7 @@ def _run_file(executor, path: str) -> bool:
     pieces = list(numbered_statements(text))
     broken = first_syntax_error(pieces, name)
     if broken is not None:
-        executor.err.write("".join(traceback.format_exception_only(SyntaxError, broken)))
+        executor.err.write(syntax_error_text(broken))
         return False
     stops = name.endswith(".py")
     ok = True

@@ -283,7 +283,9 @@ class Executor(SessionHolder):
     # -- Python ---------------------------------------------------------------------------------
     def _syntax_error(self, exc: SyntaxError) -> None:
         """Python's own lines for it; the source line it quotes goes through redact() (a pasted token)."""
-        self.last_traceback = redact("".join(traceback.format_exception_only(type(exc), exc)))
+        from .python_input import syntax_error_text
+
+        self.last_traceback = redact(syntax_error_text(exc))
         if self.fmt == "json":
             self._error(f"SyntaxError: {exc.msg} (line {exc.lineno})", "Check the Python syntax")
         else:

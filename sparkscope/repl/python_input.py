@@ -51,6 +51,19 @@ def user_frames(exc: BaseException, source: str, filename: str = "<input>", firs
     return "Traceback (most recent call last):\n" + "".join(traceback.StackSummary.from_list(frames).format())
 
 
+def syntax_error_text(exc: SyntaxError) -> str:
+    """Python's own lines for a syntax error, as `python FILE` prints them: the one line at fault and its caret.
+    For a statement continued over lines with backslashes, Python 3.11 quotes every line of the statement in
+    the exception and puts the caret under none of them; this quotes the line at fault alone."""
+    text, offset = exc.text, exc.offset
+    if text and offset and "\n" in text.rstrip("\n"):
+        start = text.rfind("\n", 0, max(offset - 1, 0)) + 1
+        line = text[start:].split("\n", 1)[0]
+        exc = SyntaxError(exc.msg, (exc.filename, exc.lineno, offset - start, line + "\n", exc.lineno,
+                                    offset - start + 1))
+    return "".join(traceback.format_exception_only(SyntaxError, exc))
+
+
 def user_traceback(exc: BaseException, source: str, filename: str = "<input>", first_line: int = 1) -> str:
     """A traceback of the user's own code only: its frames (see user_frames) and the final line."""
     out = [user_frames(exc, source, filename, first_line)]

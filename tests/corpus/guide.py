@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PAGES = ("getting-started.md", "apis-on-dataframes-and-datasets.md",  # the guide's own order
+PAGES = ("getting-started.md", "apis-on-dataframes-and-datasets.md", "performance-tips.md",  # the guide's order
          "structured-streaming-state-data-source.md")
 _BLOCK = re.compile(r"\{% highlight python %\}\n(.*?)\{% endhighlight %\}", re.S)
 _PLACEHOLDER = re.compile(r"^(\w+) = (?:spark\.read(?:Stream)?\. |SparkSession\. |)\.\.\.(?:\s*#.*)?$", re.M)

@@ -98,6 +98,9 @@ def test_a_continuous_query_into_a_console_sink_prints_its_epochs_as_they_commit
              '.trigger(continuous="1 second").queryName("epochs").start()')
     text = clean(repl.expect(r"Batch: \d+ \(epochs\)[\s\S]*?\((\d+) new rows\)", timeout=90))
     assert int(repl.child.match.group(1)) > 0 and re.search(r"\| \d{4}-\d\d-\d\d \d\d:\S+\s*\| \d+\s+\|", text), text
+    said = repl.run(":progress epochs")
+    assert re.search(r"\(epochs runs in continuous mode, which reports no progress; its status: [^.]+\. :peek "
+                     r"epochs shows its rows\)", said), said
     repl.run(":stop --all")
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...client.errors import QueryNotFound, call, UnsupportedOperation
+from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation, call
 from ...client.queries.dataframes import is_dataframe
 from ...client.monitoring.progress import Progress, write_history
 from ...client.queries.planning import MODES, SINKS
@@ -118,6 +118,16 @@ def _progress_row(name: str, p: Progress) -> list[object]:
             watermark(p.watermark), p.state_rows, p.dropped_by_watermark, behind(p.offsets_behind)]
 
 
+def _continuous_note(query: Any) -> str:
+    """Continuous processing reports no progress: what the query does instead, and where its rows are."""
+    try:
+        doing = f"; its status: {query.status['message']}"
+    except SparkscopeError:
+        doing = ""
+    return (f"({query.name} runs in continuous mode, which reports no progress{doing}. :peek {query.name} shows "
+            "its rows)")
+
+
 @command("progress", "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
          args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
          options=(flag("json"), valued("last", "N"), flag("chart"), valued("export", "FILE.jsonl|FILE.csv")))
@@ -149,6 +159,9 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     rows = [_progress_row(query.name, p) for query, history in histories for p in history]
     counted = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
     footer = f"{counted}\n{RATES_LEGEND}" if rows else "(no progress yet: a query reports after its first batch)"
+    for query, history in histories:
+        if not history and query.trigger.kind == "continuous":
+            footer += f"\n{_continuous_note(query)}"
     columns = PROGRESS_COLUMNS
     if all(p.offsets_behind is None for _, history in histories for p in history):  # no Kafka source
         columns, rows = columns[:-1], [row[:-1] for row in rows]

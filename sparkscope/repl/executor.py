@@ -137,13 +137,16 @@ class Executor(SessionHolder):
         replace_stopped_session(self)
 
     def _run_magic(self, text: str) -> bool:
-        """A Databricks magic cell: %sql runs as :sql, %python as Python; others get one line."""
+        """A Databricks magic cell: %sql runs as :sql, %python as Python, %fs as dbutils.fs; others get one line."""
         from .commands.registry import UsageError
 
         try:
-            from .habits.databricks import magic
+            from .habits.databricks import fs_magic, magic
 
             command = magic(text)
+            if command is None and text.lstrip().startswith("%fs"):
+                self.emit("fs", fs_magic(text, self.namespace["dbutils"].fs))
+                return True
         except UsageError as exc:
             self._report(exc)
             return False

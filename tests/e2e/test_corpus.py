@@ -126,15 +126,18 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     times = [f"2016-07-26 0{2 + i // 30}:{i % 30 * 2:02d}:00" for i in range(50)]
     actions = ["Open" if i % 3 else "Close" for i in range(50)]
     for start in range(0, 50, 10):
-        _rows(events, f"file-{start:02d}.json", [{"time": t, "action": a}
+        _rows(events, f"file-{start // 10}.json", [{"time": t, "action": a}
                                                    for t, a in zip(times[start:start + 10], actions[start:start + 10], strict=True)])
     _rows(tmp_path / "iot" / "data-device", "part-0.json", [
         {"id": i, "user_id": 1, "device_id": 1, "num_steps": 100, "miles_walked": 0.1, "calories_burnt": 1.0,
          "timestamp": f"2018-07-20 10:{i:02d}:00", "value": "{}"} for i in range(20)])
+    for folder in ("output/streaming-steps", "checkpoints/live-exercise"):  # what the notebook's %fs ls cells list
+        (tmp_path / folder).mkdir(parents=True)
+    hourly_path = tmp_path / "output" / "streaming-steps" / "hourly.parquet"
     paths = {"/databricks-datasets/structured-streaming/events/": f"{events}/",
              "dbfs:/databricks-datasets/iot-stream/": f"{tmp_path / 'iot'}/",
-             "/output/streaming-steps/hourly.parquet": f"{tmp_path / 'hourly.parquet'}",
-             "/checkpoints/streaming-exercise-3/": f"{tmp_path / 'checkpoint'}/"}
+             "/output/streaming-steps": f"{tmp_path}/output/streaming-steps",
+             "/checkpoints/": f"{tmp_path}/checkpoints/"}
     cells = notebook_cells((CORPUS / "seed000_events.txt").read_text())
     assert len(cells) == 18
     child = spawn("--remote", remote_url)
@@ -148,13 +151,17 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
         said.append(out)
         if source.rstrip().endswith(".start()") and "parquet" in source:
             # what a person waits for before reading the files: the first window the watermark closed
-            wait_for(lambda: repl.run(f"spark.read.parquet('{tmp_path}/hourly.parquet').count() > 0"
+            wait_for(lambda: repl.run(f"spark.read.parquet('{hourly_path}').count() > 0"
                                       ).strip().endswith("True"), timeout=60, what="the parquet sink's first commit")
     errors = [line for out in said for line in out.splitlines() if line.startswith(("error:", "Traceback"))]
-    # what cannot run here gets one line each: 5 %fs cells, and the second `counts` query, started while the
-    # first still runs (Spark refuses a second active query of the same name, there too)
-    assert sum(line.startswith("error: %fs is a Databricks notebook magic") for line in errors) == 5, errors
-    assert len(errors) == 6, "\n".join(errors)
+    # what cannot run here gets one line: the second `counts` query, started while the first still runs (Spark
+    # refuses a second active query of the same name, there too)
+    assert len(errors) == 1, "\n".join(errors)
+    # the five %fs cells list the folders and show the head of a file, as dbutils.fs does
+    fs = [out for (_, src), out in zip(cells, said, strict=True) if src.startswith("%fs")]
+    assert len(fs) == 5 and re.search(r"\| file:\S+/events/file-0\.json +\| file-0\.json +\| \d+ +\|", fs[0]), fs[0]
+    assert '{"time": "2016-07-26 02:00:00", "action": "Close"}' in fs[1], fs[1]
+    assert "(0 entries)" in fs[2] and "| live-exercise/ " in fs[3] and "| part-0.json " in fs[4], fs
     # dbutils.fs.rm clears the sink and checkpoint folders before the stream runs: on this machine's files, and
     # a fresh run has nothing there yet (Databricks answers False then too)
     answers = [out.strip().splitlines()[-1] for (_, src), out in zip(cells, said, strict=True) if "dbutils.fs.rm" in src]
@@ -168,7 +175,7 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     # the parquet sink in append mode: of the 5-minute windows of 10:00-10:19, only [10:00, 10:05) has
     # closed under the 10-minute watermark (10:19 - 10 min = 10:09)
     assert said[-1].strip().splitlines()[-1] == "1", said[-1]
-    assert repl.run("spark.read.parquet('%s').first()['sum(num_steps)']" % (tmp_path / "hourly.parquet")
+    assert repl.run("spark.read.parquet('%s').first()['sum(num_steps)']" % hourly_path
                     ).strip().endswith("500")
     repl.run(":stop --all")
     child.sendcontrol("d")
@@ -222,15 +229,16 @@ def test_seed003_sensors_as_written(tmp_path, remote_url):
                      timeout=120, what="the ETL query to write all three files")
     errors = [line for out in said.values() for line in out.splitlines() if line.startswith(("error:", "Traceback"))]
     assert "Traceback (most recent call last):" not in errors, "\n".join(errors)
-    # the notebook's own (%run, %fs, %sql on streams, a Scala comment) get one line each; nothing else fails
+    # the notebook's own (%run, %sql on streams, a Scala comment) get one line each; nothing else fails
     streaming_sql = "error: This SQL reads a stream"
     assert [line.split(".")[0] for line in errors] == [
-        "error: %run is a Databricks notebook magic", "error: %fs is a Databricks notebook magic", streaming_sql,
+        "error: %run is a Databricks notebook magic", streaming_sql,
         streaming_sql, "error: %sql needs a statement", streaming_sql, "error: %run is a Databricks notebook magic",
     ], "\n".join(errors)
     assert "SyntaxError" in said["39"]  # `// --- SHOW DASHBOARD ---` is Scala
     assert "'{\"timestamp\": \"2018-12-18 10:00:00\", \"deviceId\": 1" in said["14"], said["14"]  # dbutils.fs.head
     assert list(out_path.glob("*.parquet")), "the ETL query wrote no parquet"
+    assert re.search(r"\| part-\S+\.parquet +\| \d+ +\|", said["21"]), said["21"]  # %fs ls of what it wrote
     # display of the files processed: the parquet read back as a stream, counted per input file
     # (one parquet part first: of file 1's 8 rows, file 2's 6 or file 3's 4, whole or split; the name is cut to the
     # terminal's width, as Databricks' display cuts a cell)

@@ -326,11 +326,24 @@ def test_dbutils_fs_works_on_this_machines_files_and_the_rest_of_databricks_is_o
         "(dbutils.fs), input() or sys.argv for widgets, os.environ for secrets.")
 
 
-def test_databricks_only_names_get_one_line_and_sql_magic_runs(repl):
+def test_databricks_only_names_get_one_line_and_sql_and_fs_magics_run(repl, tmp_path):
     assert re.search(r"\| two \|[\s\S]*\| 2\s+\|", repl.run("%sql SELECT 1 + 1 AS two"))
-    assert repl.run("%fs ls /tmp").strip().splitlines()[-1] == (
-        "error: %fs is a Databricks notebook magic. Use Python's os, shutil and pathlib, or :checkpoints for "
-        "checkpoint folders.")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("first line\n")
+    listed = repl.run(f"%fs ls {tmp_path}")
+    assert re.search(rf"\| file:{tmp_path}/folder/ +\| folder/ +\| 0 +\| \d+ +\|", listed), listed
+    assert re.search(rf"\| file:{tmp_path}/notes.txt +\| notes.txt +\| 11 +\| \d+ +\|", listed), listed
+    assert "(2 entries)" in listed
+    assert repl.run(f"%fs head {tmp_path}/notes.txt").strip().endswith("first line")
+    assert repl.run(f"%fs rm -r {tmp_path}/folder").strip().endswith("True") and not (tmp_path / "folder").exists()
+    assert repl.run(f"%fs ls {tmp_path}/gone").strip().splitlines()[-1] == (
+        f"error: File file:{tmp_path}/gone does not exist. Check the path with %fs ls.")
+    assert repl.run("%fs chmod 777 x").strip().splitlines()[-1] == (
+        "error: %fs chmod 777 x is not a %fs command sparkscope runs. Use %fs ls|head|mkdirs|rm [-r] PATH, or %fs "
+        "cp|mv [-r] FROM TO.")
+    assert repl.run("%sh ls").strip().splitlines()[-1] == (
+        "error: %sh is a Databricks notebook magic. Run shell commands in your terminal, or with subprocess.run in "
+        "Python.")
     assert repl.run("1 + 1").strip().endswith("2")  # the REPL goes on
 
 

@@ -15,7 +15,7 @@ from ...client.queries.rows import fetch
 from .pyspark import free_query_name
 from ..commands.registry import UsageError
 from ..output.render import render
-from ..output.results import Table
+from ..output.results import Block, Message, Result, Table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import CommandContext
@@ -63,21 +63,49 @@ class Display:
 
 
 def magic(line: str) -> str | None:
-    """A cell starting with a Databricks magic (`%sql …`): the colon command to run instead, or None when
-    the magic has no equivalent here (UsageError says what to do)."""
+    """A cell starting with a Databricks magic (`%sql …`): the colon command to run instead; None for the magics
+    that run otherwise (%python as Python, %fs through fs_magic); UsageError, saying what to do, for the others."""
     name = line.strip()[1:].split(None, 1)[0] if line.strip()[1:].strip() else ""
     body = line.strip()[1 + len(name):].strip()
     if name == "sql":
         if not body:
             raise UsageError("%sql needs a statement", "e.g. %sql SELECT * FROM counts")
         return f":sql {' '.join(body.split())}"
-    if name == "python":
+    if name in ("python", "fs"):
         return None
-    instead = {"fs": "Use Python's os, shutil and pathlib, or :checkpoints for checkpoint folders",
-               "md": "Markdown cells are notes: leave them out, or keep them as # comments",
+    instead = {"md": "Markdown cells are notes: leave them out, or keep them as # comments",
                "sh": "Run shell commands in your terminal, or with subprocess.run in Python",
                "pip": "Install packages into sparkscope's environment with pip, outside the REPL",
                "run": "Run another script with: sparkscope -f FILE, or exec(open(FILE).read()) here",
                "scala": "Only Python and SQL run here (Spark Connect's Python client)"}.get(
         name, "Magics are a notebook's: write Python, a colon command or %sql")
     raise UsageError(f"%{name} is a Databricks notebook magic", instead)
+
+
+_FS_COMMANDS = {"ls": 1, "head": 1, "mkdirs": 1, "rm": 1, "cp": 2, "mv": 2}  # how many paths each takes
+
+
+def fs_magic(line: str, fs: Any) -> Result:
+    """`%fs ls PATH`, `%fs head PATH`, `%fs rm -r PATH`, `%fs cp [-r] FROM TO` …: the dbutils.fs call Databricks
+    runs for it, shown as Databricks shows it (ls as a table, head as the text itself). A path that is not there
+    (or cannot be removed, copied …) is one line."""
+    words = line.split()[1:]
+    recurse = "-r" in words
+    words = [word for word in words if word != "-r"]
+    if not words or words[0] not in _FS_COMMANDS or len(words) != 1 + _FS_COMMANDS[words[0]]:
+        raise UsageError(f"%fs {' '.join(words)}".rstrip() + " is not a %fs command sparkscope runs",
+                         "Use %fs ls|head|mkdirs|rm [-r] PATH, or %fs cp|mv [-r] FROM TO")
+    command, paths = words[0], words[1:]
+    flags = [True] if recurse and command in ("rm", "cp", "mv") else []
+    try:
+        value = getattr(fs, command)(*paths, *flags)
+    except OSError as exc:
+        raise UsageError(str(exc), "Check the path with %fs ls") from None
+    if command == "ls":
+        rows = [[info.path, info.name, info.size, info.modificationTime] for info in value]
+        return Table(["path", "name", "size", "modificationTime"], rows,
+                     footer=f"({len(rows)} entr{'y' if len(rows) == 1 else 'ies'})",
+                     droppable=("path",))  # the folder's own path, repeated: the names matter more
+    if command == "head":
+        return Block(value)
+    return Message(str(value))

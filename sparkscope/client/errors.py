@@ -227,7 +227,7 @@ def _status_code(exc: BaseException) -> str | None:
                 return str(name)
             if name == "UNKNOWN" and type(current).__module__.startswith("grpc"):
                 return "UNKNOWN"  # a raw call the server failed without a Spark error
-        current = current.__cause__ or current.__context__
+        current = current.__cause__  # an exception raised while handling another (__context__) is not caused by it
     return None
 
 

@@ -85,3 +85,26 @@ def test_a_query_that_read_another_query_s_checkpoint_is_named_as_such():
                               "exception: No usable value for path: its checkpoint holds metadata it cannot read, "
                               "written by another query with the same checkpointLocation")
     assert foreign_checkpoint("org.json4s.MappingException: No usable value for path") is None  # no metadata log
+
+
+def test_a_status_is_read_from_what_caused_an_error_never_from_one_handled_before_it():
+    from types import SimpleNamespace
+
+    from sparkscope.client.errors import ServerUnreachable
+
+    class RpcError(Exception):  # as grpc raises one: a code() of status UNAVAILABLE
+        def code(self):
+            return SimpleNamespace(name="UNAVAILABLE")
+
+    RpcError.__module__ = "grpc._channel"
+
+    class SparkConnectGrpcException(Exception):  # pyspark's: no status of its own
+        pass
+
+    caused = SparkConnectGrpcException("the call failed")
+    caused.__cause__ = RpcError("failed to connect to all addresses")
+    assert isinstance(translate(caused), ServerUnreachable)
+    later = SparkConnectGrpcException("[TABLE_OR_VIEW_NOT_FOUND] The table or view `t` cannot be found.")
+    later.__context__ = RpcError("an earlier call, retried and handled")  # raised while handling it
+    assert not isinstance(translate(later), ServerUnreachable)
+    assert translate(later).message == "The table or view `t` cannot be found"

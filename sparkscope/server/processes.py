@@ -153,6 +153,8 @@ def busy_threads(pid: int, name_prefix: str = TASK_THREAD, window: float = 1.0) 
     """The cores each thread of `pid` named `name_prefix`… used over the next `window` seconds, for those busy
     all along (at least BUSY of a core): for a JVM's task threads, the tasks computing now."""
     before = _thread_cpu(pid, name_prefix)
+    if not before:  # no such thread (no task has run lately): nothing computes, and no need to wait to know it
+        return []
     time.sleep(window)  # the sample itself: CPU time is counted over an interval
     after = _thread_cpu(pid, name_prefix)
     tick = os.sysconf("SC_CLK_TCK")

@@ -14,6 +14,7 @@ from ..client.errors import ConfigError, SparkscopeError
 from ..client.logs import swallowed
 from ..client.connection.remote import Target, resolve
 from ..client.session import KEEPALIVE_SECONDS, Session
+from .info import ServerInfo
 from .local import UI_READERS, LocalServer
 
 
@@ -24,23 +25,27 @@ class EmbeddedServer:
     def __init__(self, home: Path | None = None):
         self._server = LocalServer(home)
 
-    def ui(self, port: int) -> str | None:
-        if not self.serves(port):
-            return None
+    def _serving(self, port: int) -> ServerInfo | None:
+        """The embedded server, when it is alive and serves `port` (one read of its state file)."""
         info = self._server.alive()
-        ui_url = info.ui_url if info is not None else None
-        return f"{ui_url}: {UI_READERS}" if ui_url else "off (sparkscope server start --ui turns it on)"
+        return info if info is not None and info.port == port else None
+
+    def ui(self, port: int) -> str | None:
+        info = self._serving(port)
+        if info is None:
+            return None
+        return f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui turns it on)"
 
     def serves(self, port: int) -> bool:
-        info = self._server.alive()
-        return info is not None and info.port == port
+        return self._serving(port) is not None
 
     def restarted_under(self, port: int, token: str | None) -> bool:
         info = self._server.alive()
         return info is not None and info.port == port and info.token != token
 
     def busy_tasks(self, port: int, window: float) -> list[float] | None:
-        return self._server.busy_tasks(window) if self.serves(port) else None
+        info = self._serving(port)
+        return self._server.busy_tasks(window, info) if info is not None else None
 
     def out_of_memory_exit(self) -> SparkscopeError | None:
         return self._server.out_of_memory_exit()

@@ -134,10 +134,11 @@ class LocalServer:
         OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
         return None if self.alive() is not None else self.log.out_of_memory_exit()
 
-    def busy_tasks(self, window: float = 1.0) -> list[float] | None:
+    def busy_tasks(self, window: float = 1.0, info: ServerInfo | None = None) -> list[float] | None:
         """The cores each computing Spark task of this server uses now (sampled over `window` seconds); None
-        when it is not running or runs its tasks on a cluster's executors (the task reaper ends theirs)."""
-        info = self.alive()
+        when it is not running or runs its tasks on a cluster's executors (the task reaper ends theirs).
+        `info`: its state, when the caller has just read it."""
+        info = info or self.alive()
         if info is None or info.cluster is not None:
             return None
         return busy_threads(info.pid, window=window)

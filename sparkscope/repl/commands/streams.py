@@ -20,7 +20,6 @@ PEEK_MAX = 1000  # rows :peek shows in the terminal; --export for more
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...client.queries.query import Query
-    from ...client.session import Session
     from ..context import CommandContext
 
 
@@ -282,9 +281,9 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     except QueryNotFound as exc:
         not_found = exc
     if query is None or query.state != "active":  # perhaps it runs in another session of this server
-        holder = _holder(session, args[0])
         elsewhere = session.stop_elsewhere(args[0])
         if elsewhere is not None:
+            holder = session.catalog.holder(session.url, str(elsewhere.session_id))
             where = (f"where another sparkscope (pid {holder}) works" if holder is not None
                      else "where it was left running")
             return Message(f"Stopped {elsewhere.name} in session {short_id(str(elsewhere.session_id))}, {where}",
@@ -296,14 +295,6 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if ctx.interactive:
         ctx.live().finish_tails([query.name])
     return Message(f"Stopped {query.name}", {"stopped": [query.name]})
-
-
-def _holder(session: Session, name: str) -> int | None:
-    """The pid of another sparkscope working in the session where the catalog says `name` runs."""
-    record = session.catalog.get(session.url, name)
-    if record is None or not record.session_id or record.session_id == session.session_id:
-        return None
-    return session.catalog.holder(session.url, record.session_id)
 
 
 @command("schema", "Show the columns of a DataFrame, query sink or table",

@@ -7,6 +7,7 @@ import pytest
 
 from sparkscope.client.errors import ConfigError, UnsupportedOperation
 from sparkscope.client.queries.planning import PlanShape, choose_mode, parse_trigger, plan_shape, watermark_warning
+from sparkscope.client.queries.planning import check_name, sort_order
 
 
 AGG = PlanShape(aggregation=True)
@@ -121,3 +122,28 @@ def test_the_default_sink_is_bounded_unless_a_complete_result_replaces_itself():
         "(continuous processing cannot use the bounded sink; stop it when you have seen enough)")
     assert memory_sink_warning("memory", "complete", processing) is None
     assert memory_sink_warning("bounded", "append", processing) is None
+
+
+@pytest.mark.parametrize("spec, keys", [
+    ("value", [("value", False)]),
+    ("value desc", [("value", True)]),
+    ("value DESC, name", [("value", True), ("name", False)]),
+    ("a asc,b desc", [("a", False), ("b", True)]),
+    ("`odd` desc", [("odd", True)]),
+])
+def test_sort_orders_say_their_direction_as_sql_does(spec, keys):
+    assert sort_order(spec) == keys
+
+
+def test_a_sort_order_that_is_not_columns_says_how_to_write_one():
+    with pytest.raises(ConfigError) as caught:
+        sort_order("value down")
+    assert "Cannot sort by 'value down'" in caught.value.message and '"value desc, name"' in caught.value.hint
+
+
+def test_a_query_name_too_long_for_a_folder_is_refused_with_the_limit():
+    assert check_name("q" * 200) == "q" * 200
+    with pytest.raises(ConfigError) as caught:
+        check_name("q" * 10_000)
+    assert caught.value.message == "A query name of 10,000 characters is too long"
+    assert "at most 200" in caught.value.hint

@@ -8,7 +8,7 @@ import pytest
 
 from sparkscope.client.errors import ConfigError
 from sparkscope.client.paths import for_server
-from sparkscope.client.connection.remote import parse_url, redact, resolve
+from sparkscope.client.connection.remote import Target, parse_url, redact, resolve
 
 
 def test_parse_url_with_params_token_and_session():
@@ -64,3 +64,35 @@ def test_profile_with_token_must_be_private(tmp_path):
         resolve(None, profile="p", env={}, config_path=config)
     os.chmod(config, 0o600)
     assert resolve(None, profile="p", env={}, config_path=config).token == "secret"
+
+
+def test_url_values_are_unquoted_and_tokens_requoted_for_pyspark():
+    target = parse_url("sc://h:1/;token=a%3Bb%3D%3D")
+    assert target.token == "a;b==" and target.token_source == "url"
+    assert target.url(with_token=True) == "sc://h:1/;token=a%3Bb%3D%3D"
+    assert "a;b" not in target.display
+
+
+@pytest.mark.parametrize("host, ssl, token, in_clear, tls", [
+    ("localhost", False, "t0ken", True, False),    # pyspark: local credentials, loopback only
+    ("127.0.0.1", False, "t0ken", False, True),    # anything else with a token: TLS
+    ("spark.example", False, "t0ken", False, True),
+    ("spark.example", True, None, False, True),
+    ("spark.example", False, None, False, False),
+])
+def test_the_token_rule_is_pysparks(host, ssl, token, in_clear, tls):
+    target = Target(host=host, token=token, params={"use_ssl": "true"} if ssl else {})
+    assert target.token_in_clear is in_clear
+    assert target.needs_tls is tls
+
+
+@pytest.mark.parametrize("host", ["h" * 5000, "a." + "b" * 64 + ".com", ("x" * 60 + ".") * 5])
+def test_a_host_name_past_dns_limits_is_one_line_not_an_idna_traceback(host):
+    with pytest.raises(ConfigError) as caught:
+        parse_url(f"sc://{host}:15002")
+    assert "host name" in caught.value.message and "too long" in caught.value.message
+
+
+def test_ordinary_hosts_still_parse():
+    assert parse_url("sc://spark.example.com:15002").host == "spark.example.com"
+    assert parse_url("sc://[::1]:15002").host == "::1"

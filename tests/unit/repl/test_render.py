@@ -8,6 +8,7 @@ import json
 
 from sparkscope.repl.output.render import cell, render_table, render_vertical, to_json
 from sparkscope.repl.output.results import Table
+from sparkscope.repl.output.render import fit_widths, render
 
 
 def test_rendering():
@@ -21,3 +22,33 @@ def test_rendering():
     assert "-[ RECORD 1 ]" in render_vertical(table)
     assert json.loads(to_json("peek", table))["rows"][0]["action"] == "open"
     assert cell(1.5) == "1.5"
+
+
+def test_fit_widths_is_linear_and_fits():
+    rows = [["h"] * 200, ["x" * 10_000] * 200]
+    widths = fit_widths(rows, 3000)
+    assert sum(widths) <= 3000 and min(widths) >= 6
+    assert fit_widths([["ab", "c" * 50]], 30) == [2, 28]
+
+
+def test_every_line_fits_the_terminal():
+    wide = Table([f"column{i}" for i in range(200)], [["v" * 10_000] * 200])
+    narrow = Table(["a", "b"], [["x" * 10_000, "y" * 50]])
+    for table in (wide, narrow):
+        out = render(table, width=80)
+        assert max(len(line) for line in out.splitlines()) <= 80
+    assert "RECORD 1" in render(wide, width=80)  # too many columns for 80: one record at a time
+    assert "RECORD" not in render(narrow, width=80)
+
+
+def test_control_characters_in_values_and_errors_print_as_escapes_and_keep_the_borders():
+    from sparkscope.repl.output.render import error_line, render_table, visible
+    from sparkscope.repl.output.results import Table
+
+    value = "a\x1b]0;pwned\x07b\tc\x9bd\r"
+    text = render_table(Table(["v", "n"], [[value, 1], ["x", 2]]), width=120)
+    assert "\x1b" not in text and "\x07" not in text and "\t" not in text and "\x9b" not in text
+    assert "| a\\x1b]0;pwned\\x07b\\tc\\x9bd\\r | 1 |" in text
+    assert len({len(line) for line in text.splitlines()[:-1]}) == 1  # every line of the table as wide
+    assert visible("plain, ünïcode ✓") == "plain, ünïcode ✓"
+    assert "\x1b" not in error_line(ValueError("bad \x1b[31mred"))

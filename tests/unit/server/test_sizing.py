@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import pytest
+from sparkscope.server.sizing import local_master
 
 
 
@@ -22,3 +23,9 @@ def test_a_bad_driver_memory_is_one_line():
     with pytest.raises(ServerError) as err:
         check_memory("lots")
     assert str(err.value) == "'lots' is not a memory size. Write a number and a unit, e.g. 4g or 512m."
+
+
+def test_local_star_gets_four_slots_per_core_and_one_task_per_core():
+    assert local_master("local[*]", cores=2) == ("local[8]", {"spark.default.parallelism": "2"})
+    assert local_master("local[3]", cores=2) == ("local[3]", {})
+    assert local_master("spark://127.0.0.1:7077", cores=2) == ("spark://127.0.0.1:7077", {})

@@ -115,6 +115,25 @@ def test_a_foreach_writer_query_is_named_for_its_sink_and_why_it_cannot_come_bac
     repl.run(":stop rows_one_by_one")
 
 
+def test_two_queries_on_one_checkpoint_as_the_guide_s_totable_example_says_why_the_second_failed(repl, tmp_path):
+    """The guide's toTable example gives both queries one checkpointLocation: the second fails as it starts, before
+    this process has registered it. One alert says why, and the catalog says failed (not stopped, nor lost)."""
+    checkpoint = tmp_path / "shared"
+    repl.run(f"first = spark.readStream.format('rate').load().writeStream.option('checkpointLocation', "
+             f"'{checkpoint}').toTable('guide_first')")
+    repl.run("first.processAllAvailable()")
+    repl.child.send(f"second = spark.readStream.table('guide_first').select('value').writeStream.option("
+                    f"'checkpointLocation', '{checkpoint}').format('parquet').toTable('guide_second')\r")
+    alert = clean(repl.expect(r"alert: \w+ failed: .*?\(details: :exception \w+\)", timeout=60))
+    assert ("failed: its checkpoint holds metadata it cannot read, written by another query with the same "
+            "checkpointLocation; give each query a checkpointLocation of its own") in alert, alert
+    name = re.search(r"alert: (\w+) failed", alert).group(1)
+    repl.prompt()
+    listed = repl.run(":queries --all")
+    assert re.search(rf"\| {name} +\| [0-9a-f]{{8}} +\| failed +\|", listed), listed
+    repl.run(":stop --all")
+
+
 def test_a_listener_whose_callbacks_raise_is_warned_about_as_pyspark_does(repl):
     """Spark's programming guide has one: its callbacks name functions nobody defined."""
     repl.child.send("from pyspark.sql.streaming import StreamingQueryListener\r")

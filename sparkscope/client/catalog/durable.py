@@ -31,6 +31,8 @@ class CatalogedSession(Protocol):
 
     def running_in(self, other_session: str) -> set[str] | None: ...
 
+    def known_queries(self) -> list[Query]: ...
+
 
 def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | None]:
     """The plan to keep, and why it would not replay in another session (None when it would)."""
@@ -90,7 +92,11 @@ def find_lost(session: CatalogedSession) -> list[Record]:
         by_session.setdefault(record.session_id or "", []).append(record)
     for sid, records in by_session.items():
         if sid == session.session_id:  # ended in this session while nobody was looking
+            known = {query.id: query for query in session.known_queries()}
             for record in records:
+                query = known.get(record.query_id or "")
+                if query is not None and query.state != "active":  # its end, read from Spark, is recorded as it
+                    continue  # was: failed with its error, or stopped
                 session.catalog.record_end(session.url, record.name, STOPPED, None, query_id=record.query_id)
             continue
         still = session.running_in(sid)

@@ -270,9 +270,21 @@ class QueryStarter:
             log.debug("recording %s in the catalog failed", name, exc_info=True)
             problem = query.restart_note = (f"recording it in the catalog {self._s.catalog.path} failed "
                                             f"({translate(exc).message})")
+        self._ended_before_registered(query)
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
+
+    def _ended_before_registered(self, query: Query) -> None:
+        """A query that fails as it starts (a checkpoint it cannot read) can end before this process registers
+        it: its end was heard when there was no query to record it for, and the record just written says it
+        runs. When the monitor heard it end, Spark is asked (one RPC), and reading its state records its end."""
+        with self._s._lock:
+            monitor = self._s._monitor
+        track = monitor.track(query.id) if monitor is not None else None
+        if track is not None and track.id == query.id and track.state != "active":
+            with swallowed(f"checking whether {query.name} ended as it started"):
+                query.state  # noqa: B018 - reading it records a query's end in the catalog (Query.on_end)
 
     def drop_old_view(self, name: str) -> None:
         """An earlier run's rows of a bounded query (global views outlive sessions): gone when the name

@@ -334,6 +334,25 @@ _NO_MODULE = r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'"
 SERVER_CHECK_HINT = "sparkscope server check says what the server's Python lacks"
 
 
+_PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")
+
+
+def python_raised(text: str) -> str | None:
+    """For a failure inside Python code the server ran (a UDF, a foreachBatch function, the bounded sink's, a
+    Python data source such as sparkscope's Kafka source): the exception its traceback ends with, without its
+    module path ("KafkaDataLossError: Some data may have been lost: …"). None when the text holds no traceback."""
+    if "Found error inside foreachBatch Python process" not in text and "Traceback (most recent call last):" not in text:
+        return None
+    before_jvm = text.split("JVM stacktrace:", 1)[0]
+    raised = [line.strip() for line in before_jvm.splitlines() if _PYTHON_RAISED.match(line.strip())]
+    if not raised:
+        return None
+    line = raised[-1]
+    if line.startswith(("pyspark.", "org.apache.spark.", "java.")):  # cut by whoever shows it
+        return line
+    return re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", line)
+
+
 def _python_worker_error(text: str) -> SparkscopeError | None:
     """One line for the ways Python code sent to the server fails there (UDFs, foreachBatch, data sources):
     another Python minor version, a module its Python lacks, a worker that never connected back."""
@@ -405,6 +424,9 @@ def translate(exc: BaseException) -> SparkscopeError:
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if worker is not None:
         return worker
+    raised = python_raised(text) if name == "PythonException" or error_class == "PYTHON_EXCEPTION" else None
+    if raised is not None:  # pyspark's own first line only says to see the stack trace below
+        return SparkscopeError(_strip_sqlstate(raised), "", error_class or name, code="python_exception")
     taken = re.search(_NAME_TAKEN, first)  # Spark raises it with no condition
     if taken:  # writeStream…queryName(N).start() while a query named N runs
         return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "

@@ -42,6 +42,8 @@ CASES = [
     ("def broken(:", "SyntaxError: "),
     ("undefined_name + 1", "NameError: name 'undefined_name' is not defined"),
     ("1 / 0", "ZeroDivisionError: division by zero"),
+    ("spark.range(1).select(F.udf(lambda v: 1 / 0, 'double')('id')).collect()",
+     "error: ZeroDivisionError: division by zero"),  # raised on the server, by a UDF: what it raised, one line
     ("r.count()", "error: Queries with streaming sources must be executed with writeStream.start()"),
     ("r.isStreaming()", "hint: isStreaming is a property, not a method: write df.isStreaming without ()"),
     ('spark.read.format("statestore").option("readChangeFeed", true)', "hint: Python writes True"),

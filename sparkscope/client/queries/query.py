@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._pyspark import query_explain_string
 from ..catalog.checkpoints import WRITE_FAILURES, Resumption, no_space_at
-from ..errors import (FOREIGN_CHECKPOINT_HINT, QueryFailed, SparkscopeError, call, foreign_checkpoint, session_closed,
-                      translate)
+from ..errors import (FOREIGN_CHECKPOINT_HINT, QueryFailed, SparkscopeError, call, foreign_checkpoint, python_raised,
+                      session_closed, translate)
 from .planning import Retention, Trigger
 from ..monitoring.progress import Progress
 
@@ -239,9 +239,6 @@ class Query:
         )
 
 
-_PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")
-
-
 def summarise_error(text: str) -> str:
     """The first meaningful line of a query exception, without JVM class prefixes. For a failure inside
     Python (a foreachBatch function, the bounded sink's too, or a Python data source such as sparkscope's
@@ -249,13 +246,9 @@ def summarise_error(text: str) -> str:
     foreign = foreign_checkpoint(text)
     if foreign is not None:
         return f"{foreign}; {FOREIGN_CHECKPOINT_HINT[0].lower()}{FOREIGN_CHECKPOINT_HINT[1:]}"
-    if "Found error inside foreachBatch Python process" in text or "Traceback (most recent call last):" in text:
-        before_jvm = text.split("JVM stacktrace:", 1)[0]
-        raised = [line.strip() for line in before_jvm.splitlines() if _PYTHON_RAISED.match(line.strip())]
-        if raised:
-            text = raised[-1]
-            if not text.startswith(("pyspark.", "org.apache.spark.", "java.")):  # those are cut below
-                text = re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", text)  # no module path
+    raised = python_raised(text)
+    if raised is not None:
+        text = raised
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("===", "JVM stacktrace", "at ")):

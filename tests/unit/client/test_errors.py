@@ -108,3 +108,20 @@ def test_a_status_is_read_from_what_caused_an_error_never_from_one_handled_befor
     later.__context__ = RpcError("an earlier call, retried and handled")  # raised while handling it
     assert not isinstance(translate(later), ServerUnreachable)
     assert translate(later).message == "The table or view `t` cannot be found"
+
+
+def test_python_code_that_failed_on_the_server_is_named_by_what_it_raised():
+    class PythonException(Exception):  # pyspark's, whose first line says only to see the stack trace below
+        pass
+
+    text = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+            "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):\n"
+            '  File "/srv/sparkscope/client/kafka/source.py", line 210, in read\n'
+            "    for message in _messages(piece, options):\n"
+            "sparkscope.client.kafka.source.KafkaDataLossError: Some data may have been lost: partition topic1-0 "
+            "ended at offset 28, before the batch's end 50. Set the source option failOnDataLoss to false to go on "
+            "from the earliest offsets\n SQLSTATE: 38000\n")
+    error = translate(PythonException(text))
+    assert error.message == ("KafkaDataLossError: Some data may have been lost: partition topic1-0 ended at offset "
+                             "28, before the batch's end 50. Set the source option failOnDataLoss to false to go on "
+                             "from the earliest offsets")

@@ -424,8 +424,10 @@ def translate(exc: BaseException) -> SparkscopeError:
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if worker is not None:
         return worker
-    raised = python_raised(text) if name == "PythonException" or error_class == "PYTHON_EXCEPTION" else None
-    if raised is not None:  # pyspark's own first line only says to see the stack trace below
+    python_failed = (name == "PythonException" or (error_class or "").startswith("PYTHON_")
+                     or first.endswith("Traceback (most recent call last):"))
+    raised = python_raised(text) if python_failed else None
+    if raised is not None:  # pyspark's own first line says only to see the stack trace, or ends where it starts
         return SparkscopeError(_strip_sqlstate(raised), "", error_class or name, code="python_exception")
     taken = re.search(_NAME_TAKEN, first)  # Spark raises it with no condition
     if taken:  # writeStream…queryName(N).start() while a query named N runs

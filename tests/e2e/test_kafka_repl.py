@@ -133,3 +133,31 @@ def test_seed_004_clickstream_as_written_then_produce_topics_and_lag(tmp_path, r
             child.send("y\r")
             child.expect(pexpect.EOF, timeout=60)
         assert "Traceback" not in clean(child.before or "")
+
+
+def test_a_batch_write_to_kafka_as_the_guide_writes_it(remote_url, kafka_broker):
+    """The integration guide's batch writes (df.write.format("kafka")…save(), with the topic as an option or as a
+    column) on a server without Spark's connector: through sparkscope's own sink. Overwrite is refused as Spark's
+    connector refuses it, in one line."""
+    topic = f"batch_{uuid.uuid4().hex[:8]}"
+    kafka_broker.create(topic)
+    exact = '.option("kafka.linger.ms", "0").option("kafka.batch.num.messages", "1")'  # tansu counts batches
+    child = spawn("--remote", remote_url)
+    repl = Repl(child)
+    repl.prompt()
+    repl.run("df = spark.createDataFrame([('k1', 'one'), ('k2', 'two')], 'key string, value string')")
+    said = repl.run(f'df.selectExpr("CAST(key AS STRING)", "CAST(value AS STRING)").write.format("kafka")'
+                    f'.option("kafka.bootstrap.servers", "{kafka_broker.bootstrap}").option("topic", "{topic}"){exact}'
+                    '.save()')
+    assert "error" not in said and "Traceback" not in said, said
+    said = repl.run(f'df.selectExpr("\'{topic}\' AS topic", "value").write.format("kafka")'
+                    f'.option("kafka.bootstrap.servers", "{kafka_broker.bootstrap}"){exact}.save()')
+    assert "error" not in said and "Traceback" not in said, said
+    assert sorted(kafka_broker.values(topic)) == ["one", "one", "two", "two"]
+    refused = repl.run(f'df.write.format("kafka").option("kafka.bootstrap.servers", "{kafka_broker.bootstrap}")'
+                       f'.option("topic", "{topic}").mode("overwrite").save()')
+    errors = [line for line in refused.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: ValueError: Save mode Overwrite not allowed for Kafka. Allowed save modes are Append "
+                      "and ErrorIfExists (default)."], refused
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)

@@ -14,11 +14,12 @@ import threading
 from typing import Any
 
 from ..connection.credentials import channel_credentials
-from .hooks import (ReaderSettings, WriterSettings, builder_options, connect_builder_create, connect_start_method,
-                    connect_readers, intercept, own_calls, pyspark_classes)
+from .hooks import (ReaderSettings, SaveSettings, WriterSettings, builder_options, connect_builder_create,
+                    connect_readers, connect_save_method, connect_start_method, intercept, own_calls, pyspark_classes)
 
-__all__ = ["ReaderSettings", "WriterSettings", "builder_options", "connect_builder_create", "connect_start_method",
-           "connect_readers", "intercept", "own_calls", "pyspark_classes"]
+__all__ = ["ReaderSettings", "SaveSettings", "WriterSettings", "builder_options", "connect_builder_create",
+           "connect_readers", "connect_save_method", "connect_start_method", "intercept", "own_calls",
+           "pyspark_classes"]
 
 CHECKED_AGAINST = "4.3.0"
 
@@ -30,6 +31,8 @@ INTERNALS = (
     ("pyspark.sql.connect.readwriter.DataFrameReader", "_format"),  # set in __init__
     ("pyspark.sql.connect.readwriter.DataFrameReader", "_client"),  # set in __init__
     ("pyspark.sql.connect.readwriter.DataFrameReader", "_options"),  # set in __init__
+    ("pyspark.sql.connect.readwriter.DataFrameWriter", "_write"),  # set in __init__
+    ("pyspark.sql.connect.readwriter.DataFrameWriter", "_spark"),  # set in __init__
     ("pyspark.sql.connect.dataframe.DataFrame", "_explain_string"),
     ("pyspark.sql.connect.dataframe.DataFrame", "_plan"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__

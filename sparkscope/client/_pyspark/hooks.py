@@ -101,6 +101,42 @@ def connect_readers() -> tuple[type, type]:
     return DataStreamReader, DataFrameReader
 
 
+class SaveSettings:
+    """What a Connect DataFrameWriter (df.write) will save: its WriteOperation (_write: source, mode, options)
+    and session (_spark), private, 4.3.0."""
+
+    def __init__(self, writer: Any):
+        self._write = writer._write
+        self.session = writer._spark
+
+    @property
+    def format(self) -> str:
+        return str(self._write.source or "")
+
+    @format.setter
+    def format(self, value: str) -> None:
+        self._write.source = value
+
+    @property
+    def mode(self) -> str | None:
+        return self._write.mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._write.mode = value
+
+    @property
+    def options(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._write.options.items()}
+
+
+def connect_save_method() -> tuple[type, str]:
+    """DataFrameWriter.save (public): where df.write…save() ends."""
+    from pyspark.sql.connect.readwriter import DataFrameWriter
+
+    return DataFrameWriter, "save"
+
+
 def connect_start_method() -> tuple[type, str]:
     """DataStreamWriter._start_internal (private, 4.3.0): the one method start() and toTable() call."""
     from pyspark.sql.connect.streaming.readwriter import DataStreamWriter

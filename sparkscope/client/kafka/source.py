@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter,
-                                    InputPartition, WriterCommitMessage)
+                                    DataSourceWriter, InputPartition, WriterCommitMessage)
 
 from . import SOURCE_NAME
 from .offsets import Range, begin, flatten, limit, nest, ranges, resolve
@@ -46,6 +46,12 @@ class KafkaDataSource(DataSource):
 
     def streamWriter(self, schema: Any, overwrite: bool) -> DataSourceStreamWriter:
         return KafkaStreamWriter(SinkOptions.parse(self.options), [f.name for f in schema.fields])
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceWriter:
+        if overwrite:  # Spark's connector's rule and words
+            raise ValueError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                             "ErrorIfExists (default).")
+        return KafkaBatchWriter(SinkOptions.parse(self.options), [f.name for f in schema.fields])
 
 
 class OffsetRange(InputPartition):
@@ -255,51 +261,72 @@ def _arrow(pa: Any, columns: Mapping[str, list[Any]], piece: Range, headers: boo
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
+def _check_columns(options: SinkOptions, columns: list[str]) -> None:
+    """Spark's connector's own checks, with its words."""
+    lowered = [c.lower() for c in columns]
+    if "value" not in lowered:
+        raise ValueError("Required attribute 'value' not found: select a column named value (string or binary)")
+    if options.topic is None and "topic" not in lowered:
+        raise ValueError("topic option required when no 'topic' attribute is present. Use the topic option "
+                         "for setting a topic")
+
+
+def _produce(options: SinkOptions, rows: Iterator[Any]) -> SentRecords:
+    """Each row to Kafka: value (required), key, topic (or the topic option), partition, headers; flushed."""
+    from confluent_kafka import Producer
+
+    producer = Producer(options.client)
+    sent = 0
+    for row in rows:
+        record = row.asDict()
+        topic = options.topic or record.get("topic")
+        if topic is None:
+            raise ValueError("null topic present in the data. Use the topic option for setting a topic")
+        extra: dict[str, Any] = {}
+        if record.get("partition") is not None:
+            extra["partition"] = int(record["partition"])
+        if record.get("headers"):
+            extra["headers"] = [(h["key"], _bytes(h["value"])) for h in record["headers"]]
+        while True:
+            try:
+                producer.produce(topic, value=_bytes(record.get("value")), key=_bytes(record.get("key")), **extra)
+                break
+            except BufferError:  # the local queue is full: let it drain
+                producer.poll(0.1)
+        sent += 1
+        producer.poll(0)
+    left = producer.flush(METADATA_TIMEOUT)
+    if left:
+        raise RuntimeError(f"{left} records could not be delivered to Kafka within {METADATA_TIMEOUT:g} s")
+    return SentRecords(sent)
+
+
 class KafkaStreamWriter(DataSourceStreamWriter):
-    """Each row to Kafka: value (required), key, topic (or the topic option), partition, headers."""
+    """writeStream.format("kafka"): each batch's rows to Kafka (see _produce)."""
 
     def __init__(self, options: SinkOptions, columns: list[str]):
+        _check_columns(options, columns)
         self.options = options
-        lowered = [c.lower() for c in columns]
-        if "value" not in lowered:
-            raise ValueError("Required attribute 'value' not found: select a column named value (string or binary)")
-        if options.topic is None and "topic" not in lowered:
-            raise ValueError("topic option required when no 'topic' attribute is present. Use the topic option "
-                             "for setting a topic")
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        from confluent_kafka import Producer
-
-        producer = Producer(self.options.client)
-        sent = 0
-        for row in iterator:
-            record = row.asDict()
-            topic = self.options.topic or record.get("topic")
-            if topic is None:
-                raise ValueError("null topic present in the data. Use the topic option for setting a topic")
-            extra: dict[str, Any] = {}
-            if record.get("partition") is not None:
-                extra["partition"] = int(record["partition"])
-            if record.get("headers"):
-                extra["headers"] = [(h["key"], _bytes(h["value"])) for h in record["headers"]]
-            while True:
-                try:
-                    producer.produce(topic, value=_bytes(record.get("value")), key=_bytes(record.get("key")), **extra)
-                    break
-                except BufferError:  # the local queue is full: let it drain
-                    producer.poll(0.1)
-            sent += 1
-            producer.poll(0)
-        left = producer.flush(METADATA_TIMEOUT)
-        if left:
-            raise RuntimeError(f"{left} records could not be delivered to Kafka within {METADATA_TIMEOUT:g} s")
-        return SentRecords(sent)
+        return _produce(self.options, iterator)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - pyspark's name
         pass  # each task flushed its records: like Spark's connector, the sink is at least once
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         pass
+
+
+class KafkaBatchWriter(DataSourceWriter):
+    """df.write.format("kafka").save(): the rows to Kafka (see _produce), as Spark's connector writes them."""
+
+    def __init__(self, options: SinkOptions, columns: list[str]):
+        _check_columns(options, columns)
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _produce(self.options, iterator)
 
 
 class SentRecords(WriterCommitMessage):

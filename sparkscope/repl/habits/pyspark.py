@@ -101,6 +101,7 @@ def install() -> None:
         _pyspark.intercept(*_pyspark.connect_start_method(), _start)
         for reader in _pyspark.connect_readers():
             _pyspark.intercept(reader, "load", _load)
+        _pyspark.intercept(*_pyspark.connect_save_method(), _save)
         _installed = True
 
 
@@ -229,6 +230,22 @@ def _kafka_format(call: UserCall) -> str:
         _local.choosing_kafka = False
     call.executor.notice_once(f"kafka {call.executor.session.session_id}", f"note: {kafka.describe()}")
     return fmt
+
+
+def _save(original: Any, writer: Any, path: Any = None, format: Any = None,  # noqa: A002 - pyspark's names
+          mode: Any = None, partitionBy: Any = None, **options: Any) -> Any:  # noqa: N803
+    """df.write.format("kafka")…save(): through sparkscope's own sink where the server has no connector. Spark's
+    connector appends whatever the mode (it refuses only overwrite and ignore); a Python data source needs
+    mode append, so an unset mode becomes that."""
+    call = current()
+    settings = _pyspark.SaveSettings(writer)
+    if (call is not None and is_kafka(format or settings.format) and call.executor.owns_spark(settings.session)):
+        format = None  # noqa: A001
+        settings.format = _kafka_format(call)
+        call.executor.session.kafka.remember({**settings.options, **{str(k): str(v) for k, v in options.items()}})
+        if settings.format != "kafka" and (mode or settings.mode) in (None, "error", "errorifexists", "default"):
+            mode = "append"
+    return original(writer, path=path, format=format, mode=mode, partitionBy=partitionBy, **options)
 
 
 def _load(original: Any, reader: Any, path: Any = None, format: Any = None, schema: Any = None,  # noqa: A002

@@ -38,6 +38,7 @@ class Executor(SessionHolder):
         self.echo_values = True  # show an expression's value; off in a .py script, as python runs it
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.registry: Any = None  # the colon commands: see warm_up
+        self.dbutils: Any = None  # dbutils, as warm_up made it (%fs runs through it)
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
@@ -58,7 +59,8 @@ class Executor(SessionHolder):
         pyspark_habits.show_listener_errors(self._say)
 
         self.namespace["display"] = databricks.Display(self)
-        self.namespace["dbutils"] = DbUtils(self._connected_session)
+        self.dbutils = self.namespace["dbutils"] = DbUtils(self._connected_session)  # %fs uses it, whatever the
+        # user's own `dbutils` name holds by then
         self.registry = REGISTRY
 
     def on_cancel(self, hook: Callable[[], str | None]) -> None:
@@ -145,7 +147,7 @@ class Executor(SessionHolder):
 
             command = magic(text)
             if command is None and text.lstrip().startswith("%fs"):
-                self.emit("fs", fs_magic(text, self.namespace["dbutils"].fs))
+                self.emit("fs", fs_magic(text, self.dbutils.fs))
                 return True
         except UsageError as exc:
             self._report(exc)

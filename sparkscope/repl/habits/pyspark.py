@@ -235,8 +235,8 @@ def _kafka_format(call: UserCall) -> str:
 def _save(original: Any, writer: Any, path: Any = None, format: Any = None,  # noqa: A002 - pyspark's names
           mode: Any = None, partitionBy: Any = None, **options: Any) -> Any:  # noqa: N803
     """df.write.format("kafka")…save(): through sparkscope's own sink where the server has no connector. Spark's
-    connector appends whatever the mode (it refuses only overwrite and ignore); a Python data source needs
-    mode append, so an unset mode becomes that."""
+    connector writes in its default mode (errorifexists) as in append, and refuses overwrite; a Python data source
+    writes in append, so the default mode becomes that."""
     call = current()
     settings = _pyspark.SaveSettings(writer)
     if (call is not None and is_kafka(format or settings.format) and call.executor.owns_spark(settings.session)):

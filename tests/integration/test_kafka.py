@@ -10,6 +10,7 @@ import uuid
 import pytest
 from pyspark.sql import functions as F
 
+from sparkscope.client.catalog.checkpoints import committed_batch
 from sparkscope.client.errors import ConfigError
 from sparkscope.client.kafka.broker import topics
 from tests.helpers import wait_for
@@ -122,20 +123,30 @@ def test_bad_options_get_one_line_before_anything_starts(ss, kafka_broker):
         ss.source.kafka(kafka_broker.bootstrap, subscribe="x", options={"maxOffsetsPerTrigger": "ten"})
 
 
-def test_records_lost_fail_the_query_unless_fail_on_data_loss_is_false(ss, kafka_broker, topic):
+def test_records_lost_fail_the_query_unless_fail_on_data_loss_is_false(ss, kafka_broker, topic, data_dir):
     kafka_broker.create(topic, 1)
     kafka_broker.produce(topic, [f"old{i}" for i in range(6)])
     strict = read_values(ss, kafka_broker, "strict", subscribe=topic, starting_offsets="earliest")
+    stopped = ss.start(ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest")
+                       .select(F.col("value").cast("string").alias("v")), "stopped", sink="parquet",
+                       path=str(data_dir / "stopped"), trigger="0.5 seconds")  # a sink Spark recovers from its checkpoint
     lenient = read_values(ss, kafka_broker, "lenient", subscribe=topic, starting_offsets="earliest",
                           fail_on_data_loss=False)
-    wait_for(lambda: len(ss.peek("strict", 100).rows) == 6 and len(ss.peek("lenient", 100).rows) == 6, 60,
-             what="both read the first six")
+    wait_for(lambda: all(len(ss.peek(name, 100).rows) == 6 for name in ("strict", "lenient"))
+             and committed_batch(stopped.checkpoint) is not None, 60, what="all three to read the first six")
+    stopped.stop()
     # tansu's DeleteRecords brings the broker down: the topic is deleted and made again, its offsets from 0
     kafka_broker.delete(topic)
+    wait_for(lambda: strict.state == "failed", 60, what="the running strict query to fail")
+    assert str(strict.exception) == (
+        f"KafkaDataLossError: Some data may have been lost: partition {topic}-0 is gone (was the topic deleted?); "
+        "the query was to read it from offset 6. Set the source option failOnDataLoss to false to go on from the "
+        "earliest offsets")
     kafka_broker.create(topic, 1)
     kafka_broker.produce(topic, ["new0", "new1"])
-    wait_for(lambda: strict.state == "failed", 60, what="the strict query to fail")
-    assert str(strict.exception) == (
+    restarted = ss.restart("stopped")  # from its checkpoint, which holds offset 6 of a topic that now ends at 2
+    wait_for(lambda: restarted.state == "failed", 60, what="the restarted strict query to fail")
+    assert str(restarted.exception) == (
         f"KafkaDataLossError: Some data may have been lost: partition {topic}-0 ends at offset 2, before the query's "
         "next offset 6: the topic was recreated or its offsets reset. Set the source option failOnDataLoss to false "
         "to go on from the earliest offsets")

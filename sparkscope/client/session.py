@@ -26,7 +26,7 @@ from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
 from .queries.rows import Rows
 from .queries.sink_reading import SinkReader
-from .queries.starting import QueryStarter
+from .queries.starting import CheckpointUser, QueryStarter
 from .queries.tracking import QueryBook
 from .connection.remote import Target
 
@@ -299,12 +299,20 @@ class Session:
         on) an unrelated query's offsets and state."""
         return self._starter.fresh_checkpoint(name)
 
+    def on_checkpoint(self, checkpoint: str | None) -> list[CheckpointUser]:
+        """The queries running now on `checkpoint` (this session's, and other sessions' the catalog knows): Spark
+        stops them when a query starts on it. Asked just before pyspark's own start, for record_started."""
+        return self._starter.on_checkpoint(checkpoint)
+
     def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
                        checkpoint: str | None, options: dict[str, Any], path: str | None = None,
-                       table: str | None = None) -> Query:
+                       table: str | None = None, checkpoint_users: list[CheckpointUser] | None = None) -> Query:
         """A query that code of this process started with pyspark's own writeStream…start(): known to
-        this session as started here, and recorded in the catalog so that it can be restarted."""
-        return self._starter.record_started(handle, df, sink=sink, mode=mode, trigger=trigger, checkpoint=checkpoint, options=options, path=path, table=table)
+        this session as started here, and recorded in the catalog so that it can be restarted.
+        `checkpoint_users`: on_checkpoint(checkpoint) just before it started."""
+        return self._starter.record_started(handle, df, sink=sink, mode=mode, trigger=trigger, checkpoint=checkpoint,
+                                            options=options, path=path, table=table,
+                                            checkpoint_users=checkpoint_users)
 
     def restart(self, name: str, *, fresh: bool = False) -> Query:
         """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues

@@ -134,6 +134,23 @@ def test_two_queries_on_one_checkpoint_as_the_guide_s_totable_example_says_why_t
     repl.run(":stop --all")
 
 
+def test_the_same_cell_run_twice_on_one_checkpoint_says_spark_stopped_the_first_run(repl, tmp_path):
+    """Spark stops a query running on a checkpoint when another starts on it, and says so only in the server's
+    log: the pyspark shell shows nothing, and the first query is simply gone."""
+    cell = (f"q = spark.readStream.format('rate').load().writeStream.format('noop')"
+            f".option('checkpointLocation', '{tmp_path / 'cp'}').start()")
+    assert "notice" not in repl.run(cell)
+    repl.run("first_id = q.runId; q.processAllAvailable()")
+    out = repl.run(cell)
+    name = repl.run("q.id[:8]").strip().splitlines()[-1].strip("'")
+    assert (f"\nnotice: Spark stopped the earlier run of {name} as this query started: both use the checkpoint "
+            f"{tmp_path / 'cp'}, and Spark runs one query per checkpoint. Give each query a checkpointLocation of its "
+            "own\n") in out, out
+    assert repl.run("[(s.runId == first_id, s.isActive) for s in spark.streams.active]").strip().endswith(
+        "[(False, True)]")
+    repl.run(":stop --all")
+
+
 def test_a_listener_whose_callbacks_raise_is_warned_about_as_pyspark_does(repl):
     """Spark's programming guide has one: its callbacks name functions nobody defined."""
     repl.child.send("from pyspark.sql.streaming import StreamingQueryListener\r")

@@ -1,8 +1,11 @@
-"""Two users on one server (user_id alice and bob, each with their own session), each with a query
-named `counts`: each sees only its own in the SDK, in :queries, :peek and :watch's data, and in the
-catalog; stopping one, or `:stop --all`, never touches the other's."""
+"""Sessions that meet on one server. Two users (user_id alice and bob, each with their own session), each
+with a query named `counts`: each sees only its own in the SDK, in :queries, :peek and :watch's data, and in
+the catalog; stopping one, or `:stop --all`, never touches the other's. Two sessions of one user whose
+queries share a checkpoint: Spark stops the running one, and the start says so."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -59,3 +62,37 @@ def test_each_user_sees_and_stops_only_their_own_counts(users):
     wait_for(lambda: theirs.progress is not None and theirs.progress.batch_id > batch, timeout=60,
              what="bob's query still making batches after alice's :stop --all")
     assert [q.id for q in bob.running()] == [theirs.id]
+
+
+def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remote_url, data_dir):
+    first, second = sparkscope.connect(remote_url), sparkscope.connect(remote_url)
+    checkpoint, out = str(data_dir / "one-checkpoint"), str(data_dir / "out")
+    try:
+        earlier = first.start(first.source.rate(rows_per_second=5), "earlier", sink="parquet", path=out,
+                              checkpoint=checkpoint)
+        wait_for(lambda: earlier.progress is not None, 60, what="its first batch, which writes the checkpoint")
+        record = next(r for r in first.catalog_records() if r.name == "earlier")
+        started = f"started by {record.started_by} at {time.strftime('%H:%M', time.localtime(record.started_at))}"
+        later = second.start(second.source.rate(rows_per_second=5), "later", sink="parquet", path=out,
+                             checkpoint=checkpoint)
+        assert later.id == earlier.id  # Spark's query id lives in the checkpoint
+        assert later.notes == [
+            f"Spark stopped query earlier in session {first.session_id[:8]} ({started}) as this query started: both "
+            f"use the checkpoint {checkpoint}, and Spark runs one query per checkpoint. Give each query a "
+            "checkpointLocation of its own"]
+        assert earlier.state == "stopped" and later.state == "active"
+        assert {r.name: r.state for r in second.catalog_records() if r.query_id == later.id} == {
+            "earlier": "stopped", "later": "active"}
+
+        again = second.start(second.source.rate(rows_per_second=5), "again", sink="parquet", path=out,
+                             checkpoint=checkpoint)
+        assert again.notes == [
+            f"Spark stopped query later as this query started: both use the checkpoint {checkpoint}, and Spark runs "
+            "one query per checkpoint. Give each query a checkpointLocation of its own"]
+        assert later.state == "stopped"
+        again.stop()
+        assert second.restart("again").notes == []  # its checkpoint was free: nothing to say
+    finally:
+        for session in (first, second):
+            session.stop_all()
+            session.close()

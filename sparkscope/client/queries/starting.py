@@ -6,13 +6,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import durable
 from . import bounded_sink
 from ..connection.capabilities import ADD_PACKAGES
 from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
-from ..catalog.records import ACTIVE, LOST, Record
+from ..catalog.records import ACTIVE, LOST, STOPPED, Record
 from ..catalog.checkpoints import Resumption, committed_batch
 from ..kafka.connector import is_kafka, reads_own_source
 from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
@@ -45,6 +46,30 @@ def not_a_dataframe(value: Any) -> ConfigError:
                            "batch one from pandas", code="not_a_dataframe")
     return ConfigError(f"This is a {name}, not a Spark DataFrame", "Pass a streaming DataFrame (spark.readStream…)",
                        code="not_a_dataframe")
+
+
+@dataclass(frozen=True)
+class CheckpointUser:
+    """A query running on a checkpoint just before another query started on it."""
+
+    name: str
+    query_id: str
+    session_id: str | None = None  # None: this session
+    started: str | None = None  # another session's: "pid 123 at 04:41", from the catalog
+
+
+def _same_checkpoint(a: str, b: str) -> bool:
+    return a.rstrip("/").removeprefix("file:") == b.rstrip("/").removeprefix("file:")
+
+
+def took_over_note(user: CheckpointUser, query: Query) -> str:
+    """What a start that took `user`'s checkpoint says: Spark stopped that query, without a word to either
+    session (spark.sql.streaming.stopActiveRunOnRestart)."""
+    where = "" if user.session_id is None else f" in session {user.session_id[:8]} (started by {user.started})"
+    stopped = (f"the earlier run of {user.name}{where}" if user.name == query.name
+               else f"query {user.name}{where}")
+    return (f"Spark stopped {stopped} as this query started: both use the checkpoint {query.checkpoint}, and Spark "
+            "runs one query per checkpoint. Give each query a checkpointLocation of its own")
 
 
 class QueryStarter:
@@ -159,6 +184,7 @@ class QueryStarter:
             writer = writer.option("checkpointLocation", checkpoint)
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
+        users = self.on_checkpoint(checkpoint)
         with translated(), own_calls():
             if sink == "table":
                 handle = writer.toTable(table or name)
@@ -178,7 +204,7 @@ class QueryStarter:
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self._s.kafka.describe())
-        return self.register(query, plan=plan, problem=problem, options=options)
+        return self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
 
     def _start_foreach_batch(self, writer: Any, function: Callable[[Any, int], None]) -> Any:
         """writer.foreachBatch(function).start(), one at a time in this process, and once more when the worker did not
@@ -227,11 +253,37 @@ class QueryStarter:
         root = self._s.checkpoint_root
         return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
 
+    def on_checkpoint(self, checkpoint: str | None) -> list[CheckpointUser]:
+        """The queries running now on `checkpoint`: this session's that this process knows, and those the catalog
+        records in other sessions of this server (asked of the server only when one is recorded on it). Spark
+        stops them when a query starts on it, and says so only in its own log."""
+        if not checkpoint:
+            return []
+        users: list[CheckpointUser] = []
+        mine = [q for q in self._book.known_queries()
+                if q.checkpoint and _same_checkpoint(q.checkpoint, checkpoint) and q.known_state() is None]
+        if mine:
+            with swallowed("listing the session's running queries"):
+                running = {handle.runId for handle in self._s.spark.streams.active}
+                users += [CheckpointUser(q.name, q.id) for q in mine if q.run_id in running]
+        with swallowed("reading the catalog for queries on the same checkpoint"):
+            for record in self._s.catalog.records(self._s.url):
+                if (record.state == ACTIVE and record.session_id not in (None, self._s.session_id)
+                        and record.query_id and record.checkpoint
+                        and _same_checkpoint(record.checkpoint, checkpoint)
+                        and record.query_id in (self._s.running_in(record.session_id) or set())):
+                    when = time.strftime("%H:%M", time.localtime(record.started_at))
+                    users.append(CheckpointUser(record.name, record.query_id, record.session_id,
+                                                f"{record.started_by} at {when}"))
+        return users
+
     def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
                        checkpoint: str | None, options: dict[str, Any], path: str | None = None,
-                       table: str | None = None) -> Query:
+                       table: str | None = None, checkpoint_users: list[CheckpointUser] | None = None) -> Query:
         """A query that code of this process started with pyspark's own writeStream…start(): known to
-        this session as started here, and recorded in the catalog so that it can be restarted."""
+        this session as started here, and recorded in the catalog so that it can be restarted.
+        `checkpoint_users`: on_checkpoint(checkpoint) just before it started; a query Spark stopped for
+        it is said as a warning (pyspark's start has no notes to show)."""
         plan, problem = durable.replay_check(self._s.spark, df, sink)
         name = handle.name or handle.id[:8]
         try:
@@ -244,12 +296,23 @@ class QueryStarter:
             self._check_not_running_elsewhere(name)
         except ConfigError as exc:
             log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
-            return self.register(query, plan=plan, problem=exc.message, options=options, record=False)
-        return self.register(query, plan=plan, problem=problem, options=options)
+            problem, recorded = exc.message, False
+        else:
+            recorded = True
+        noted = len(query.notes)
+        self.register(query, plan=plan, problem=problem, options=options, record=recorded,
+                      checkpoint_users=checkpoint_users)
+        for note in query.notes[noted:]:
+            log.warning("%s", note)
+        return query
 
     def register(self, query: Query, *, plan: bytes | None, problem: str | None,
-                  options: dict[str, Any] | None, record: bool = True) -> Query:
-        """Track a query this process started, and record it in the catalog (unless `record` is off)."""
+                 options: dict[str, Any] | None, record: bool = True,
+                 checkpoint_users: list[CheckpointUser] | None = None) -> Query:
+        """Track a query this process started, and record it in the catalog (unless `record` is off).
+        `checkpoint_users`: who ran on its checkpoint as it started; those Spark stopped for it are noted,
+        and another session's is recorded as stopped."""
+        self._took_over(query, checkpoint_users or [])
         name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
         query.on_end = self._book.ended
         query.restart_note = problem
@@ -274,6 +337,15 @@ class QueryStarter:
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
             log.info("%s cannot be restarted from the catalog: %s", name, problem)
         return query
+
+    def _took_over(self, query: Query, users: list[CheckpointUser]) -> None:
+        for user in users:
+            if user.query_id != query.id:  # not stopped by this start: a checkpoint Spark gives its own id
+                continue
+            query.notes.append(took_over_note(user, query))
+            if user.session_id is not None:  # its own session hears of the end, if a process still holds it
+                with swallowed(f"recording the end of {user.name} in the catalog"):
+                    self._s.catalog.record_end(self._s.url, user.name, STOPPED, None, query_id=user.query_id)
 
     def _ended_before_registered(self, query: Query) -> None:
         """A query that fails as it starts (a checkpoint it cannot read) can end before this process registers

@@ -298,6 +298,10 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
         checkpoint = session.fresh_checkpoint(settings.query_name or "query")
         if checkpoint:
             settings.options["checkpointLocation"] = checkpoint
+    users = []
+    if ours:
+        with swallowed("looking for queries on the same checkpoint"):
+            users = session.on_checkpoint(checkpoint)
     spark = settings.session
     tags = list(spark.getTags())
     spark.clearTags()  # a query started under the cell's tag would stop when that tag is interrupted
@@ -313,7 +317,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
                                            trigger=settings.trigger, checkpoint=checkpoint,
                                            options={k: v for k, v in settings.options.items()
                                                     if k != "checkpointLocation"},
-                                           path=path, table=tableName)
+                                           path=path, table=tableName, checkpoint_users=users)
             if console:
                 call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True, empty=True)
     return handle

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation, call
 from ...client.queries.dataframes import is_dataframe
@@ -117,7 +117,7 @@ def _progress_row(name: str, p: Progress) -> list[object]:
             watermark(p.watermark), p.state_rows, p.dropped_by_watermark, behind(p.offsets_behind)]
 
 
-def _continuous_note(query: Any) -> str:
+def _continuous_note(query: Query) -> str:
     """Continuous processing reports no progress: what the query does instead, and where its rows are."""
     try:
         doing = f"; its status: {query.status['message']}"

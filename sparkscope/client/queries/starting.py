@@ -55,7 +55,7 @@ class CheckpointUser:
     name: str
     query_id: str
     session_id: str | None = None  # None: this session
-    started: str | None = None  # another session's: "pid 123 at 04:41", from the catalog
+    started: str | None = None  # another session's: who started it and when ("ana at 04:41"), from the catalog
 
 
 def _same_checkpoint(a: str, b: str) -> bool:

@@ -56,6 +56,7 @@ class Progress:
     state: list[StateProgress]
     sources: list[SourceProgress]
     sink: str
+    sink_rows: int | None = None  # rows the batch wrote to its sink (None: the sink does not say)
     # Spark's JSON as compact text: a monitor keeps 600 of these per query, and a record holding the
     # parsed dicts took 8.5 KB instead of 3.5 KB
     raw_json: str = field(repr=False, compare=False, default="{}")
@@ -139,8 +140,18 @@ class Progress:
             state=state,
             sources=sources,
             sink=str((data.get("sink") or {}).get("description", "")),
+            sink_rows=_count((data.get("sink") or {}).get("numOutputRows")),
             raw_json=json.dumps(data, separators=(",", ":")),
         )
+
+
+def _count(value: Any) -> int | None:
+    """A row count of Spark's JSON; None for its -1 (not measured) or none at all."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 else None
 
 
 def _rate(value: Any) -> float:

@@ -3,7 +3,9 @@
 Spark's console sink prints on the server's stdout, which a Spark Connect client never sees. A
 Tail listens to the monitor and, after each batch, reads what that batch wrote. The bounded sink
 marks each row with its batch, so that is exact. Spark's memory sink appends in batch order: in
-append and update mode the rows added since the last batch, in complete mode the whole result.
+append and update mode a batch's rows are the sink rows its progress counts, after those of the
+batches before (read late, the table already holds later batches' rows too); in complete mode the
+whole result.
 Reading happens on the Tail's own thread, so the monitor's event thread never waits on the server.
 """
 
@@ -65,6 +67,7 @@ class Tail:
         self._events: queue.Queue[Event | None] = queue.Queue()
         self._seen_rows = 0
         self._last_batch = -1
+        self._batches_read = -1  # the memory sink's rows through this batch are the first _seen_rows
         self._unsubscribe: Callable[[], None] | None = None
         self._thread: threading.Thread | None = None
         self.active = False
@@ -78,7 +81,7 @@ class Tail:
             table = self.session.spark.table(self.query.name)
             self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
         latest = None if from_start else self.query.progress
-        self._last_batch = latest.batch_id if latest else -1
+        self._last_batch = self._batches_read = latest.batch_id if latest else -1
         self.active = True
         if self.query.trigger.kind == "continuous":  # no progress events: its epochs are polled as they commit
             self._thread = threading.Thread(target=self._poll_epochs, name=f"sparkscope-tail-{self.query.name}",
@@ -133,7 +136,7 @@ class Tail:
                 continue
             self._last_batch = progress.batch_id
             try:
-                batch = self._read(progress.batch_id, progress.input_rows)
+                batch = self._read(progress.batch_id, progress.input_rows, progress.sink_rows)
             except SparkscopeError as exc:
                 self._on_error(f"tail {self.query.name}: {exc}")
                 continue
@@ -163,7 +166,7 @@ class Tail:
     def _count(self, table: Any) -> int:
         return int(table.count())
 
-    def _read(self, batch_id: int, input_rows: int) -> TailBatch | None:
+    def _read(self, batch_id: int, input_rows: int, sink_rows: int | None = None) -> TailBatch | None:
         if self.query.view:
             rows = bounded_sink.batch_of(self.session.spark, self.query.view, batch_id)
             total = self._count(rows)
@@ -176,7 +179,13 @@ class Tail:
                 return None  # nothing arrived, so the result did not change
             total = self._count(table)
             return TailBatch(self.query.name, batch_id, fetch(table, self.limit), total, "complete")
-        total = self._count(table)
+        if sink_rows is not None and batch_id == self._batches_read + 1:
+            new, self._seen_rows = sink_rows, self._seen_rows + sink_rows
+            rows = fetch(table.offset(self._seen_rows - new), min(new, self.limit))
+            self._batches_read = batch_id
+            return TailBatch(self.query.name, batch_id, rows, new, self.query.mode) if new or self.empty else None
+        total = self._count(table)  # a batch not heard of came before: all rows since the last read
+        self._batches_read = batch_id
         new = total - self._seen_rows
         if new <= 0:
             return TailBatch(self.query.name, batch_id, fetch(table, 0), 0, self.query.mode) if self.empty else None

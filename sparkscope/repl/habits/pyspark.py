@@ -96,6 +96,7 @@ def install() -> None:
         _pyspark.intercept(classes["ConnectBuilder"], "getOrCreate", _get_or_create)
         _pyspark.intercept(classes["StreamingQuery"], "awaitTermination", _await_termination)
         _pyspark.intercept(classes["StreamingQuery"], "processAllAvailable", _process_all_available)
+        _pyspark.intercept(classes["StreamingQuery"], "stop", _stop_query)
         _pyspark.intercept(classes["StreamingQueryManager"], "awaitAnyTermination", _await_any_termination)
         _pyspark.intercept(classes["ConnectSession"], "stop", _stop)
         _pyspark.intercept(*_pyspark.connect_start_method(), _start)
@@ -219,6 +220,22 @@ def _process_all_available(original: Any, query: Any) -> Any:
         call.waiting_on = None
 
 
+_console_runs: set[str] = set()  # the run ids of console-sink queries printed here (by _start)
+
+
+def _stop_query(original: Any, query: Any) -> Any:
+    """query.stop() of a console-sink query printed here: its batches written before the end print before
+    stop() returns, as Spark's console sink printed each batch inside it; nothing prints after the code
+    that follows (a script's "Query stopped" line)."""
+    result = original(query)
+    call = current()
+    if call is not None and query.runId in _console_runs:
+        _console_runs.discard(query.runId)
+        with swallowed(f"printing the last batches of {query.name}"):
+            call.executor.live().finish_tails([query.name])
+    return result
+
+
 # -- Kafka ------------------------------------------------------------------------------------------
 def _kafka_format(call: UserCall) -> str:
     """The format that reads and writes Kafka in this session, the first use saying which and why."""
@@ -320,6 +337,7 @@ def _start(original: Any, writer: Any, path: Any = None, tableName: Any = None, 
                                            path=path, table=tableName, checkpoint_users=users)
             if console:
                 call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True, empty=True)
+                _console_runs.add(handle.runId)
     return handle
 
 

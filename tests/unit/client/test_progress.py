@@ -23,3 +23,13 @@ def test_progress_model():
     assert (p.batch_id, p.input_rows, p.input_rows_per_second, p.processed_rows_per_second) == (7, 10, 0.0, 20.5)
     assert (p.batch_duration_ms, p.durations_ms["addBatch"], p.state_rows, p.dropped_by_watermark) == (120, 80, 4, 3)
     assert p.sink == "MemorySink" and p.sources[0].description == "RateStream"
+
+
+def test_the_rows_a_batch_wrote_to_its_sink_are_none_where_spark_did_not_count_them():
+    def sink_rows(sink):
+        return Progress.from_json(json.dumps({**PROGRESS, "sink": sink})).sink_rows
+
+    assert sink_rows({"description": "MemorySink", "numOutputRows": 4}) == 4
+    assert sink_rows({"description": "MemorySink", "numOutputRows": 0}) == 0
+    assert sink_rows({"description": "ForeachBatchSink", "numOutputRows": -1}) is None
+    assert sink_rows({"description": "MemorySink"}) is None

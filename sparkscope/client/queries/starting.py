@@ -292,17 +292,15 @@ class QueryStarter:
             parsed = parse_trigger(None)
         query = Query(handle, name=name, sink=sink, mode=mode or "append", trigger=parsed,
                       checkpoint=checkpoint, path=path, table=table, fmt=sink if sink in FILE_SINKS else None)
+        recorded = True
         try:  # it runs already (Spark allows one name per session): it only must not take the other's record
             self._check_not_running_elsewhere(name)
         except ConfigError as exc:
             log.warning("%s is not recorded in the catalog, so it cannot be restarted from it: %s", name, exc.message)
             problem, recorded = exc.message, False
-        else:
-            recorded = True
-        noted = len(query.notes)
         self.register(query, plan=plan, problem=problem, options=options, record=recorded,
                       checkpoint_users=checkpoint_users)
-        for note in query.notes[noted:]:
+        for note in query.notes:  # pyspark's start has no notes to show: each is a warning
             log.warning("%s", note)
         return query
 

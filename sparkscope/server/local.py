@@ -6,6 +6,7 @@ It runs as its own process (so queries outlive the REPL and a later REPL can rea
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -13,6 +14,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +42,21 @@ LOG_FILE = "server.log"
 PORT_ATTEMPTS = 3  # ports tried when others take the free one picked while the server starts
 RECORDING_GRACE = 30.0  # seconds more for a stopping server to write its class archive (130 MB)
 UI_READERS = "every user of this machine can read it (every SQL text, plan and setting you run)"
+
+
+# Held from a server's spawn until its state file names it. The REPL starts the server on a daemon thread, so a
+# :quit during a cold start could end the process between the two: the server then ran with nothing naming
+# it, which no `sparkscope server stop` could find. At exit, that step finishes.
+_SPAWNING = threading.Lock()
+SPAWN_FINISH_SECONDS = 10.0
+
+
+def _finish_spawning() -> None:
+    if _SPAWNING.acquire(timeout=SPAWN_FINISH_SECONDS):
+        _SPAWNING.release()
+
+
+atexit.register(_finish_spawning)
 
 
 class LocalServer:
@@ -241,17 +258,18 @@ class LocalServer:
         while True:
             class_cache_option, recording = class_cache.java_options()
             info.started_at = time.time()
-            try:
-                cmd = spark_submit(port=info.port, master=master, conf=conf, driver_memory=info.driver_memory,
-                                   class_cache_option=class_cache_option, checkpoints=self.checkpoint_root,
-                                   warehouse=self.warehouse, scratch=self.scratch, crash_reports=self.home)
-                proc, log_offset = self._spawn(cmd, env, info.token)
-            except BaseException:
-                if info.cluster is not None:
-                    info.cluster.stop(grace=5)
-                raise
-            info.pid, info.class_recording = proc.pid, str(recording) if recording else None
-            self._write_state(info)
+            with _SPAWNING:
+                try:
+                    cmd = spark_submit(port=info.port, master=master, conf=conf, driver_memory=info.driver_memory,
+                                       class_cache_option=class_cache_option, checkpoints=self.checkpoint_root,
+                                       warehouse=self.warehouse, scratch=self.scratch, crash_reports=self.home)
+                    proc, log_offset = self._spawn(cmd, env, info.token)
+                except BaseException:
+                    if info.cluster is not None:
+                        info.cluster.stop(grace=5)
+                    raise
+                info.pid, info.class_recording = proc.pid, str(recording) if recording else None
+                self._write_state(info)
             try:
                 info.version = self._wait_ready(info, info.token, timeout, on_wait, proc)
             except BaseException as exc:

@@ -6,7 +6,9 @@ import json
 import os
 import re
 import socket
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,6 +239,59 @@ def test_a_taken_default_port_moves_the_embedded_server_to_the_next_free_one(tmp
     finally:
         holder.close()
         LocalServer(tmp_path / "sparkscope").stop(grace=10)
+
+
+# A process whose server start runs on a daemon thread (the REPL's) ends just after the server's spawn, before its
+# state file is written: the REPL's :quit during a cold start, at its worst moment.
+EXIT_AS_IT_SPAWNS = """
+import sys, threading
+from pathlib import Path
+from sparkscope.server.local import LocalServer
+from sparkscope.server.ports import free_port
+
+server, spawned = LocalServer(Path(sys.argv[1])), threading.Event()
+spawn, write_state = server._spawn, server._write_state
+
+def spawn_and_say(*args):
+    result = spawn(*args)
+    spawned.set()
+    return result
+
+def write_once_the_main_thread_ended(info):
+    while threading.main_thread().is_alive():
+        spawned.wait(0.01)
+    write_state(info)
+
+server._spawn, server._write_state = spawn_and_say, write_once_the_main_thread_ended
+threading.Thread(target=lambda: server.start(port=free_port()), daemon=True).start()
+assert spawned.wait(120), "no spawn"
+print("spawned")
+"""
+
+
+def _kill_servers_under(home: Path) -> list[int]:
+    """The SIGKILLed pids of processes whose command line names `home` (a server nothing names)."""
+    killed = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(home).encode() in (proc / "cmdline").read_bytes():
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+        except OSError:
+            continue
+    return killed
+
+
+def test_a_process_that_ends_as_its_server_spawns_leaves_the_server_named_in_its_state(tmp_path):
+    home = tmp_path / "sparkscope"
+    out = subprocess.run([sys.executable, "-c", EXIT_AS_IT_SPAWNS, str(home)], capture_output=True, text=True,
+                         timeout=180)
+    try:
+        assert (out.returncode, out.stdout) == (0, "spawned\n"), out.stderr
+        assert LocalServer(home).running() is not None, "a server runs that no state file names"
+    finally:
+        if LocalServer(home).stop(grace=10) is None:
+            assert _kill_servers_under(home) == [], "a server ran that no state file named"
 
 
 def test_a_port_another_program_takes_while_the_server_starts_moves_it_to_the_next_free_one(tmp_path, caplog):

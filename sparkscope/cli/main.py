@@ -121,6 +121,8 @@ def repl_main(args) -> int:
         args.file = "-"
         return batch_main(args)
     _take_back_ctrl_c()
+    if sys.path:
+        sys.path[0] = _script_path(None)
     executor = Executor(fmt=args.format, interactive=True, warm=False)
     executor.debug = args.debug
     if not args.debug:
@@ -202,20 +204,16 @@ def _run_file(executor, path: str) -> bool:
     from ..repl.prompt.statements import first_syntax_error, numbered_statements
     from ..repl.python_input import syntax_error_text
 
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
-                          "Save the script as UTF-8") from None
+    text = _script_text(path)
     name = "<stdin>" if path == "-" else path
+    stops = name.endswith(".py")
+    if stops and not _has_commands(text):  # the whole file at once, as python compiles and runs it
+        return executor.run(text, filename=name)
     pieces = list(numbered_statements(text))
     broken = first_syntax_error(pieces, name)
     if broken is not None:
         executor.err.write(syntax_error_text(broken))
         return False
-    stops = name.endswith(".py")
     ok = True
     for line, piece in pieces:
         if executor.exit_requested:  # exit(), quit() or :quit end the script
@@ -225,6 +223,40 @@ def _run_file(executor, path: str) -> bool:
         if not ok and stops:
             return False
     return ok
+
+
+def _script_text(path: str) -> str:
+    """A script's text as Python reads a source file: UTF-8 unless a PEP 263 coding line says otherwise, a UTF-8
+    byte-order mark (Windows editors write one) dropped."""
+    import io
+    import tokenize
+
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding).replace("\r\n", "\n")
+    except SyntaxError as exc:  # a coding line that names no codec Python knows
+        raise ConfigError(f"{path}: {exc.msg}", "Fix the coding line, or save the script as UTF-8") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not {exc.encoding} text (byte {exc.start} cannot be decoded)",
+                          "Save the script as UTF-8, or name its encoding in a coding line") from None
+
+
+def _has_commands(text: str) -> bool:
+    """Whether a line of the script may be a colon command or a magic (a line of a string that starts so counts
+    too: such a script runs statement by statement, which reads strings right; one with none runs whole)."""
+    return any(line.lstrip().startswith((":", "%")) for line in text.splitlines())
+
+
+def _script_path(file: str | None) -> str:
+    """sys.path[0] as `python FILE` sets it: the script's folder, its links resolved; '' for -c, stdin and the
+    REPL, as Python has it there."""
+    if not file or file == "-":
+        return ""
+    return os.path.dirname(os.path.realpath(file))
 
 
 def batch_main(args) -> int:
@@ -237,6 +269,8 @@ def batch_main(args) -> int:
     ok = True
     interrupted = False
     saved_argv = sys.argv
+    if sys.path:
+        sys.path[0] = _script_path(args.file)
     try:
         if args.init:
             ok = _run_file(executor, args.init) and ok

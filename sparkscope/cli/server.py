@@ -236,5 +236,6 @@ def checkpoints_main(args: argparse.Namespace) -> int:
         raise ConfigError("prune needs --older-than AGE", "e.g. sparkscope checkpoints prune --older-than 7d")
     server = LocalServer()
     table = checkpoint_report(server.checkpoint_root, Catalog.in_home(server.home).records(),
-                              args.older_than if args.action == "prune" else None)
+                              args.older_than if args.action == "prune" else None,
+                              prune_command="sparkscope checkpoints prune --older-than AGE")
     return _emit(args, table)

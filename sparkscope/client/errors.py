@@ -98,6 +98,18 @@ class ServerError(SparkscopeError):
     code = "server"
 
 
+class RefusedDelete(SparkscopeError):
+    """A delete or overwrite the guard refused (client/delete_guard.py): nothing was touched."""
+
+    code = "refused_delete"
+
+
+class FileOperationFailed(SparkscopeError):
+    """A file of this machine could not be read, written, copied or removed (or only in part)."""
+
+    code = "file_operation_failed"
+
+
 class ServerOutOfMemory(SparkscopeError):
     """The Spark server (its driver JVM) ran out of memory."""
 

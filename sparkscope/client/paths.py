@@ -41,7 +41,9 @@ def write_private(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.chmod(tmp, 0o600)
-    tmp.replace(path)
+    from . import delete_guard  # paths is imported by everything; the guard is needed when a file is written
+
+    delete_guard.replace(tmp, path)
 
 
 def for_server(path: str, same_machine: bool) -> str:

@@ -42,7 +42,7 @@ class Executor(SessionHolder):
         self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
-        self.namespace["exit"] = self.namespace["quit"] = Leave(self.request_exit)
+        self.namespace["exit"] = self.namespace["quit"] = Leave()
         if warm:
             self.warm_up()
 
@@ -140,8 +140,6 @@ class Executor(SessionHolder):
 
     def _run_magic(self, text: str) -> bool:
         """A Databricks magic cell: %sql runs as :sql, %python as Python, %fs as dbutils.fs; others get one line."""
-        from .commands.registry import UsageError
-
         try:
             from .habits.databricks import fs_magic, magic
 
@@ -149,7 +147,7 @@ class Executor(SessionHolder):
             if command is None and text.lstrip().startswith("%fs"):
                 self.emit("fs", fs_magic(text, self.dbutils.fs))
                 return True
-        except UsageError as exc:
+        except SparkscopeError as exc:  # bad usage, a refused delete, a path that is not there: one line
             self._report(exc)
             return False
         if command is not None:
@@ -300,16 +298,12 @@ class Executor(SessionHolder):
         from .worker import cancel_notice, run_in_worker
 
         try:
-            tree = ast.increment_lineno(ast.parse(source, filename, "exec"), first_line - 1)
-        except SyntaxError as exc:
+            body, expr = self._compiled(source, filename, first_line)
+        except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+            if not isinstance(exc, SyntaxError):
+                exc = SyntaxError(f"source code cannot contain null bytes ({exc})", (filename, first_line, 0, ""))
             self._syntax_error(exc)
             return False
-        last_expr = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last_expr = ast.Expression(tree.body[-1].value)
-            tree.body.pop()
-        body = compile(tree, filename, "exec")
-        expr = compile(last_expr, filename, "eval") if last_expr is not None else None
 
         def work() -> Any:
             exec(body, self.namespace)
@@ -355,6 +349,22 @@ class Executor(SessionHolder):
         if value is not None and self.echo_values:
             self._echo(value)
         return True
+
+    def _compiled(self, source: str, filename: str, first_line: int) -> tuple[Any, Any]:
+        """The code of `source` as Python compiles a file (none of this module's __future__ flags), and its last
+        expression's apart when its value is shown. A whole script whose values are not shown compiles as `python
+        FILE` compiles it: from its text, without building a tree of it first."""
+        if not self.echo_values and first_line == 1:
+            return compile(source, filename, "exec", dont_inherit=True), None
+        tree = ast.parse(source, filename, "exec")
+        if first_line != 1:
+            ast.increment_lineno(tree, first_line - 1)
+        last_expr = None
+        if self.echo_values and tree.body and isinstance(tree.body[-1], ast.Expr):
+            last_expr = ast.Expression(tree.body[-1].value)
+            tree.body.pop()
+        body = compile(tree, filename, "exec", dont_inherit=True)
+        return body, compile(last_expr, filename, "eval", dont_inherit=True) if last_expr is not None else None
 
     def _where(self, exc: BaseException, source: str, filename: str, first_line: int) -> None:
         """In a script, where an error its one line tells happened: its frames, as Python prints them."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..client.errors import SparkscopeError
@@ -88,13 +87,11 @@ def idle_timeout_warning(session: Any) -> str:
 
 
 class Leave:
-    """`exit` / `quit` in the REPL's namespace: calling either asks to leave like :quit."""
-
-    def __init__(self, request_exit: Callable[[object], None]):
-        self._request_exit = request_exit
+    """`exit` / `quit` in the REPL's namespace: calling either leaves as Python's do, by raising SystemExit (nothing
+    after it runs); the executor then asks to leave like :quit."""
 
     def __call__(self, code: object = None) -> None:
-        self._request_exit(code)
+        raise SystemExit(code)
 
     def __repr__(self) -> str:
         return "Use exit(), quit(), :quit or Ctrl-D to leave"

@@ -22,12 +22,13 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 import time
 import uuid
 from pathlib import Path
 
-from ..client.logs import log
+from ..client import delete_guard
+from ..client.errors import SparkscopeError
+from ..client.logs import log, swallowed
 from ..client.paths import private_dir
 
 FOLDER = "class-cache"
@@ -85,7 +86,7 @@ class ClassCache:
                 unused = now - old.stat().st_mtime  # an archive's time is that of its last use
                 stale = old.suffix == ".jsa" and old != self.archive and unused > UNUSED_AFTER
                 if stale or (old.suffix == ".recording" and unused > ABANDONED_AFTER):
-                    old.unlink()
+                    delete_guard.remove_file(old)
         if self.archive.exists() and self.archive.stat().st_size > 0:
             with contextlib.suppress(OSError):
                 os.utime(self.archive)
@@ -107,7 +108,7 @@ class ClassCache:
         lock = self.folder / RECORDER_LOCK
         with contextlib.suppress(OSError):
             if time.time() - lock.stat().st_mtime > ABANDONED_AFTER:
-                lock.unlink()
+                delete_guard.remove_file(lock)
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError:
@@ -124,10 +125,10 @@ class ClassCache:
         """After the server that recorded stopped: its recording becomes the archive, or is removed."""
         try:
             if stopped_cleanly and recording.exists() and recording.stat().st_size > 0:
-                os.replace(recording, self.archive)  # atomic: a server starting now maps one whole file
+                delete_guard.replace(recording, self.archive)  # atomic: a server starting now maps one whole file
             else:
-                recording.unlink(missing_ok=True)
-        except OSError:
+                delete_guard.remove_file(recording)
+        except (OSError, SparkscopeError):
             log.debug("could not keep the class archive %s", recording, exc_info=True)
 
     def conf_dir(self) -> Path:
@@ -148,7 +149,7 @@ class ClassCache:
             return False
         log.warning("The server's class archive %s was not usable; it is removed and will be recorded again",
                     self.archive)
-        self.archive.unlink(missing_ok=True)
+        delete_guard.remove_file(self.archive)
         return True
 
 
@@ -169,8 +170,6 @@ def _empty_dir(folder: Path) -> Path:
     """`folder`, emptied: the JVM will not start to record an archive with a non-empty one on its class path."""
     private_dir(folder)
     for stray in folder.iterdir():
-        if stray.is_dir() and not stray.is_symlink():
-            shutil.rmtree(stray, ignore_errors=True)
-        else:
-            stray.unlink(missing_ok=True)
+        with swallowed(f"removing {stray} from the empty class path folder"):
+            delete_guard.remove_tree(stray)
     return folder

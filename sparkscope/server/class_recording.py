@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .class_cache import RECORDER_LOCK
+from ..client import delete_guard
 from ..client.logs import swallowed
 from ..client.paths import private_dir
 from .ports import free_port
@@ -62,7 +63,7 @@ def record(folder: Path, after: int | None = None) -> None:
         finally:
             server.stop()
     finally:
-        (folder / RECORDER_LOCK).unlink(missing_ok=True)
+        delete_guard.remove_file(folder / RECORDER_LOCK)
 
 
 if __name__ == "__main__":

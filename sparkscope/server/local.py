@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import threading
@@ -23,7 +22,8 @@ from . import log_writer
 from .class_cache import ClassCache
 from .cluster import Cluster, start_cluster
 from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory
-from ..client.logs import log as logger
+from ..client import delete_guard
+from ..client.logs import log as logger, swallowed
 from ..client.paths import private_dir, state_dir, write_private
 from ..client.connection.probe import port_open, probe, try_probe
 from .ports import next_free_port, port_for_server, wait_until_free
@@ -125,8 +125,8 @@ class LocalServer:
             "class_recording": info.class_recording, "ui_port": info.ui_port}))
 
     def _clear_state(self) -> None:
-        self.state_path.unlink(missing_ok=True)
-        self.token_path.unlink(missing_ok=True)
+        delete_guard.remove_file(self.state_path)
+        delete_guard.remove_file(self.token_path)
 
     def running(self) -> ServerInfo | None:
         """The server we started, if its process is still alive; a stale pid file is removed."""
@@ -240,9 +240,11 @@ class LocalServer:
         folder, and the token's 0600 file."""
         private_dir(self.checkpoint_root)
         private_dir(self.warehouse)
-        shutil.rmtree(self.scratch, ignore_errors=True)  # what a killed server left
+        if self.scratch.exists():  # what a killed server left
+            with swallowed(f"emptying {self.scratch}"):
+                delete_guard.remove_tree(self.scratch)
         private_dir(self.scratch)
-        self.token_path.unlink(missing_ok=True)
+        delete_guard.remove_file(self.token_path)
         if token:
             remember_secret(token)
             write_private(self.token_path, token)

@@ -28,7 +28,9 @@ def copy(source, path: str, secret: bytes, max_bytes: int = MAX_BYTES) -> None: 
         for line in iter(source.readline, b""):
             if sink.tell() + len(line) > max_bytes and sink.tell() > 0:
                 sink.close()
-                os.replace(path, path + ".1")
+                from sparkscope.client.delete_guard import replace  # imported on the first rotation only
+
+                replace(path, path + ".1")
                 sink = open(path, "ab", buffering=0)  # noqa: SIM115
                 os.chmod(path, 0o600)
             sink.write(line.replace(secret, MASK) if secret else line)

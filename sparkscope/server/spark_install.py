@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..client import delete_guard
 from ..client.errors import ServerError
 
 MIN_JAVA = 17
@@ -40,17 +41,19 @@ def spark_home(state: Path) -> Path:
     except OSError:
         pass
     building = state / f".spark-home.{os.getpid()}"
-    shutil.rmtree(building, ignore_errors=True)
+    if os.path.lexists(building):
+        delete_guard.remove_tree(building)
     building.mkdir(parents=True)
     for entry in source.iterdir():
         if entry.name != "python":
             (building / entry.name).symlink_to(entry)
     (building / ".pyspark").write_text(str(source))
-    shutil.rmtree(home, ignore_errors=True)  # links only, or an earlier pyspark's
+    if os.path.lexists(home):  # links only, or an earlier pyspark's
+        delete_guard.remove_tree(home)
     try:
-        building.rename(home)
+        delete_guard.replace(building, home)
     except OSError:  # another start built it at the same moment: use theirs
-        shutil.rmtree(building, ignore_errors=True)
+        delete_guard.remove_tree(building)
     return home
 
 

@@ -3,6 +3,7 @@ record each belongs to, and pruning the ones no restartable query needs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import Record
+from .. import delete_guard
 from ..errors import ConfigError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -26,6 +28,11 @@ class Checkpoint:
     owner: Record | None  # the catalog record whose checkpoint this is
 
     @property
+    def made_here(self) -> bool:
+        """sparkscope made this folder for a query (its marker is there), so it may delete it."""
+        return made_by_sparkscope(str(self.path), str(self.path.parent))
+
+    @property
     def needed(self) -> bool:
         """A restartable record may resume from it. A memory sink outside complete mode cannot resume
         (Spark's rule, and its rows are gone with the run), so once stopped it needs nothing."""
@@ -35,6 +42,27 @@ class Checkpoint:
         if record.state == "active":
             return True
         return not (record.sink == "memory" and record.mode != "complete" and record.state == "stopped")
+
+
+# The file sparkscope writes into each checkpoint folder it makes. Only a folder that holds it, under the server's
+# checkpoint root, is ever deleted by :forget --delete-checkpoint or pruning: a checkpoint the user gave is theirs.
+MARKER = ".sparkscope-checkpoint"
+
+
+def make_fresh(path: str, query: str) -> None:
+    """Make the checkpoint folder `path` (of this machine) for a new query, with sparkscope's marker in it."""
+    folder = Path(path.removeprefix("file:"))
+    folder.mkdir(parents=True, exist_ok=False, mode=0o700)
+    (folder / MARKER).write_text(json.dumps({"query": query, "made": time.time()}) + "\n")
+
+
+def made_by_sparkscope(path: str, root: str | None) -> bool:
+    """Whether sparkscope made the checkpoint `path` (of this machine): directly under the checkpoint root `root`,
+    and holding its marker. Anything else was given by the user, and sparkscope never deletes it."""
+    if not root:
+        return False
+    folder = Path(os.path.realpath(path.removeprefix("file:")))
+    return folder.parent == Path(os.path.realpath(root.removeprefix("file:"))) and (folder / MARKER).is_file()
 
 
 LOW_SPACE = 16 * 1024 * 1024  # bytes: less than this left, and a commit or a written file fails
@@ -110,13 +138,14 @@ def scan(root: Path, records: list[Record]) -> list[Checkpoint]:
 
 
 def prune(root: Path, records: list[Record], older_than: float, *, now: float | None = None) -> list[Checkpoint]:
-    """Delete the checkpoints older than `older_than` seconds that no restartable record needs; the
-    deleted ones are returned (their sizes add up to the bytes freed)."""
+    """Delete the checkpoints older than `older_than` seconds that sparkscope made and no restartable record
+    needs; the deleted ones are returned (their sizes add up to the bytes freed). A folder under the root that
+    sparkscope did not make is listed, never deleted."""
     cutoff = (now or time.time()) - older_than
     removed = []
     for checkpoint in scan(root, records):
-        if checkpoint.modified < cutoff and not checkpoint.needed:
-            shutil.rmtree(checkpoint.path, ignore_errors=True)
+        if checkpoint.modified < cutoff and not checkpoint.needed and checkpoint.made_here:
+            delete_guard.remove_tree(checkpoint.path)
             removed.append(checkpoint)
     return removed
 

@@ -3,10 +3,11 @@ the server keeps an idle session, and forgetting a record. Session's methods of 
 
 from __future__ import annotations
 
-import shutil
 from typing import Any, Protocol
 
 from .._pyspark import plan_bytes, plan_fields
+from .. import delete_guard
+from .checkpoints import made_by_sparkscope
 from .records import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
 from ..errors import ConfigError, UnsupportedOperation, call
 from ..logs import log, swallowed
@@ -26,6 +27,9 @@ class CatalogedSession(Protocol):
 
     @property
     def session_id(self) -> str: ...
+
+    @property
+    def checkpoint_root(self) -> str | None: ...
 
     def running(self) -> list[Query]: ...
 
@@ -55,7 +59,8 @@ def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | No
 
 
 def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = False) -> Record:
-    """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
+    """Remove a stopped, failed or lost query from the catalog. Its checkpoint stays unless asked, and even then
+    unless sparkscope made it (made_by_sparkscope): a checkpoint the user gave is theirs, and stays."""
     record = session.catalog.require(session.url, name)
     if any(q.name == name for q in session.running()):
         raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
@@ -71,7 +76,8 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
         if not session.target.on_this_machine:
             raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
                                        "Delete it there; the record was kept")
-        shutil.rmtree(record.checkpoint.removeprefix("file:"), ignore_errors=True)
+        if made_by_sparkscope(record.checkpoint, session.checkpoint_root):
+            delete_guard.remove_tree(record.checkpoint.removeprefix("file:"))
     session.catalog.forget(session.url, name)
     return record
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import delete_guard
 from ..errors import CatalogError, QueryNotFound
 from ..logs import log
 from ..paths import state_dir
@@ -125,7 +126,7 @@ class Catalog:
     def _set_aside(self, exc: sqlite3.DatabaseError) -> sqlite3.Connection:
         aside = self.path.with_name(f"{self.path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
-            os.replace(self.path, aside)
+            delete_guard.replace(self.path, aside)
         except OSError as move_error:
             raise CatalogError(f"The query catalog {self.path} cannot be read ({exc}) nor moved aside "
                                f"({move_error.strerror})", "Move or delete it by hand; sparkscope starts a "

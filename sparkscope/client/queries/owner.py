@@ -25,8 +25,7 @@ class OwningSession(CatalogedSession, StatefulSession, WatchedSession, Protocol)
     _started_here: set[str]  # ids of the queries this process started (not found)
     _batch_recorded: dict[str, float]  # when each query's last batch was written to the catalog
 
-    @property
-    def checkpoint_root(self) -> str | None: ...
+    def on_embedded_server(self) -> bool: ...
 
     @property
     def _lock(self) -> contextlib.AbstractContextManager[Any]:

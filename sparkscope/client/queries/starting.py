@@ -14,7 +14,7 @@ from . import bounded_sink
 from ..connection.capabilities import ADD_PACKAGES
 from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from ..catalog.records import ACTIVE, LOST, STOPPED, Record
-from ..catalog.checkpoints import Resumption, committed_batch
+from ..catalog.checkpoints import Resumption, committed_batch, make_fresh
 from ..kafka.connector import is_kafka, reads_own_source
 from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from ..logs import log, swallowed
@@ -251,7 +251,13 @@ class QueryStarter:
         Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
         on) an unrelated query's offsets and state."""
         root = self._s.checkpoint_root
-        return f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}" if root else None
+        if not root:
+            return None
+        path = f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
+        if self._s.on_embedded_server():  # its files are this machine's: made here, marked as sparkscope's
+            with translated():
+                make_fresh(path, name)
+        return path
 
     def on_checkpoint(self, checkpoint: str | None) -> list[CheckpointUser]:
         """The queries running now on `checkpoint`: this session's that this process knows, and those the catalog

@@ -114,35 +114,49 @@ def forget(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         if not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. [y/N] ")):
             return Message("Nothing was changed.")
     record = session.forget(name, delete_checkpoint=delete)
-    kept = "" if delete or not record.checkpoint else f"; its checkpoint stays at {record.checkpoint}"
-    return Message(f"Forgot {name}{kept}.")
+    if not record.checkpoint:
+        return Message(f"Forgot {name}.")
+    if not delete:
+        return Message(f"Forgot {name}; its checkpoint stays at {record.checkpoint}.")
+    if Path(record.checkpoint.removeprefix("file:")).exists():
+        return Message(f"Forgot {name}; its checkpoint stays at {record.checkpoint}: it was given, not made by "
+                       "sparkscope, and sparkscope deletes only the checkpoints it made.")
+    return Message(f"Forgot {name} and deleted its checkpoint {record.checkpoint}.")
 
 
-def checkpoints_table(found: list[Checkpoint], removed: list[Checkpoint] | None = None) -> Table:
+REPL_PRUNE = ":checkpoints --prune AGE"
+
+
+def checkpoints_table(found: list[Checkpoint], removed: list[Checkpoint] | None = None, *,
+                      prune_command: str = REPL_PRUNE) -> Table:
+    """The checkpoints under the root; `prune_command` is how the footer names pruning where it is shown."""
     now = time.time()
     rows = [[c.path.name, size(c.size), age(now - c.modified),
-             f"{c.owner.name} ({c.owner.state})" if c.owner else "-", "yes" if c.needed else "no"] for c in found]
+             f"{c.owner.name} ({c.owner.state})" if c.owner else "-", "yes" if c.needed else "no",
+             "sparkscope" if c.made_here else "given"] for c in found]
     if removed is not None:
         freed = sum(c.size for c in removed)
         footer = (f"Deleted {len(removed)} checkpoint{'s' if len(removed) != 1 else ''}, {size(freed)} freed; "
-                  "kept every checkpoint a restartable query needs.")
+                  "kept every checkpoint a restartable query needs, and every one sparkscope did not make.")
     else:
         footer = ("(no checkpoints)" if not rows else
-                  "needed: a restartable query resumes from it. prune --older-than AGE deletes the rest")
-    return Table(["checkpoint", "size", "age", "query", "needed"], rows, footer=footer)
+                  f"needed: a restartable query resumes from it. {prune_command} deletes the others older than AGE "
+                  "that sparkscope made")
+    return Table(["checkpoint", "size", "age", "query", "needed", "made by"], rows, footer=footer)
 
 
-def checkpoint_report(root: Path, records: list[Record], prune_older_than: str | None) -> Table:
+def checkpoint_report(root: Path, records: list[Record], prune_older_than: str | None, *,
+                      prune_command: str = REPL_PRUNE) -> Table:
     from ...client.catalog.checkpoints import parse_age, prune, scan
 
     if prune_older_than is None:
-        return checkpoints_table(scan(root, records))
+        return checkpoints_table(scan(root, records), prune_command=prune_command)
     removed = prune(root, records, parse_age(prune_older_than))
-    return checkpoints_table(scan(root, records), removed)
+    return checkpoints_table(scan(root, records), removed, prune_command=prune_command)
 
 
 @command("checkpoints", "List the checkpoints of queries on this machine with size, age and owner "
-         "(--prune AGE: delete those older than AGE that no restartable query needs)",
+         "(--prune AGE: delete those older than AGE that sparkscope made and no restartable query needs)",
          options=(valued("prune", "AGE"),))
 def checkpoints(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session

@@ -9,8 +9,10 @@ say what to use here instead (dbutils.py: dbutils.fs works on this machine's fil
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
+from ...client.errors import FileOperationFailed
 from ...client.queries.rows import fetch
 from .pyspark import free_query_name
 from ..commands.registry import UsageError
@@ -82,25 +84,63 @@ def magic(line: str) -> str | None:
     raise UsageError(f"%{name} is a Databricks notebook magic", instead)
 
 
-_FS_COMMANDS = {"ls": 1, "head": 1, "mkdirs": 1, "rm": 1, "cp": 2, "mv": 2}  # how many paths each takes
+# %fs's commands: how many paths (or values) each takes, and the flags each knows, as dbutils.fs names them
+_FS_COMMANDS = {"ls": 1, "head": 1, "mkdirs": 1, "rm": 1, "cp": 2, "mv": 2, "put": 2}
+_FS_FLAGS = {"rm": ("recurse",), "cp": ("recurse",), "mv": ("recurse",), "head": ("maxBytes",), "put": ("overwrite",)}
+_FS_SHORT = {"-r": "recurse", "-f": "overwrite"}
+FS_USAGE = ("Use %fs ls|head|mkdirs|rm PATH, %fs cp|mv FROM TO or %fs put PATH TEXT; flags: -r (--recurse) for rm, "
+            "cp and mv, --maxBytes=N for head, -f (--overwrite) for put; quote a path with spaces")
+
+
+def fs_words(line: str) -> tuple[str, list[str], dict[str, object]]:
+    """A %fs line as a shell reads it (quotes keep spaces): its command, its paths and its flags as dbutils.fs's
+    keyword arguments (`-r` and `--recurse` are recurse=True, `--maxBytes=3` is maxBytes=3)."""
+    try:
+        words = shlex.split(line)[1:]
+    except ValueError as exc:  # an unclosed quote
+        raise UsageError(f"%fs cannot read {line.strip()[3:].strip()!r} ({exc})", "Close the quote") from None
+    command = words[0] if words else ""
+    if command not in _FS_COMMANDS:
+        raise UsageError(f"%fs {' '.join(words)}".rstrip() + " is not a %fs command sparkscope runs", FS_USAGE)
+    values: list[str] = []
+    flags: dict[str, object] = {}
+    for word in words[1:]:
+        if not word.startswith("-") or word == "-":
+            values.append(word)
+            continue
+        name, _, value = (_FS_SHORT.get(word, "") or word.lstrip("-")).partition("=")
+        if name not in _FS_FLAGS.get(command, ()):
+            known = ", ".join(f"--{flag}" for flag in _FS_FLAGS.get(command, ())) or "none"
+            raise UsageError(f"%fs {command} has no flag {word} (its flags: {known})", FS_USAGE)
+        flags[name] = _flag_value(command, name, value)
+    if len(values) != _FS_COMMANDS[command]:
+        raise UsageError(f"%fs {command} takes {_FS_COMMANDS[command]} path{'s' if _FS_COMMANDS[command] > 1 else ''}"
+                         f"{' and a text' if command == 'put' else ''}, not {len(values)}", FS_USAGE)
+    return command, values, flags
+
+
+def _flag_value(command: str, name: str, value: str) -> object:
+    if name == "maxBytes":
+        if not value.isdigit():
+            raise UsageError(f"%fs head --maxBytes needs a number of bytes, not {value or 'nothing'}",
+                             "e.g. %fs head --maxBytes=100 PATH")
+        return int(value)
+    if value.lower() in ("", "true"):
+        return True
+    if value.lower() == "false":
+        return False
+    raise UsageError(f"%fs {command} --{name} is true or false, not {value}", FS_USAGE)
 
 
 def fs_magic(line: str, fs: Any) -> Result:
-    """`%fs ls PATH`, `%fs head PATH`, `%fs rm -r PATH`, `%fs cp [-r] FROM TO` …: the dbutils.fs call Databricks
-    runs for it, shown as Databricks shows it (ls as a table, head as the text itself). A path that is not there
-    (or cannot be removed, copied …) is one line."""
-    words = line.split()[1:]
-    recurse = "-r" in words
-    words = [word for word in words if word != "-r"]
-    if not words or words[0] not in _FS_COMMANDS or len(words) != 1 + _FS_COMMANDS[words[0]]:
-        raise UsageError(f"%fs {' '.join(words)}".rstrip() + " is not a %fs command sparkscope runs",
-                         "Use %fs ls|head|mkdirs|rm [-r] PATH, or %fs cp|mv [-r] FROM TO")
-    command, paths = words[0], words[1:]
-    flags = [True] if recurse and command in ("rm", "cp", "mv") else []
+    """`%fs ls PATH`, `%fs head --maxBytes=N PATH`, `%fs rm -r PATH`, `%fs cp [-r] FROM TO` …: the dbutils.fs call
+    Databricks runs for it, shown as Databricks shows it (ls as a table, head as the text itself). A path that is
+    not there (or cannot be removed, copied …) is one line."""
+    command, paths, flags = fs_words(line)
     try:
-        value = getattr(fs, command)(*paths, *flags)
-    except OSError as exc:
-        raise UsageError(str(exc), "Check the path with %fs ls") from None
+        value = getattr(fs, command)(*paths, **flags)
+    except FileOperationFailed as exc:
+        raise UsageError(exc.message, exc.hint.replace("dbutils.fs.ls", "%fs ls")) from None
     if command == "ls":
         rows = [[info.path, info.name, info.size, info.modificationTime] for info in value]
         return Table(["path", "name", "size", "modificationTime"], rows,

@@ -5,17 +5,20 @@ Elsewhere (a remote server, a dbfs:/ path), and for widgets and secrets, one lin
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...client import delete_guard
+from ...client.errors import FileOperationFailed, SparkscopeError
 from ..commands.registry import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...client.session import Session
 
+CHECK_PATH = "Check the path with dbutils.fs.ls"
 HEAD_BYTES = 65536  # Databricks' default maxBytes for dbutils.fs.head
 ELSEWHERE = ("Use Python here: os, shutil and pathlib for files (dbutils.fs), input() or sys.argv for widgets, "
              "os.environ for secrets")
@@ -56,62 +59,95 @@ class LocalFiles:
                              "Give a plain or file: path; " + ELSEWHERE)
         if "://" in text:
             raise UsageError(f"{text} is not a path of this machine", "Read it with Spark, or its own tools")
-        return Path(text.removeprefix("file:")).expanduser().absolute()
+        text = text.removeprefix("file:")
+        if text.startswith("~"):  # Databricks reads it as a file or folder named ~, never as the home folder
+            raise UsageError(f"dbutils.fs does not expand ~ in {given} (on Databricks it names a folder called ~, "
+                             "not your home folder)", "Write the whole path, e.g. /home/you/data")
+        return Path(text).absolute()
 
     def ls(self, dir: str) -> list[FileInfo]:  # noqa: A002 - Databricks' name
         path = self._path(dir)
-        if not path.exists():
-            raise FileNotFoundError(f"File file:{path} does not exist.")
-        entries = sorted(path.iterdir()) if path.is_dir() else [path]
-        return [_info(entry) for entry in entries]
+        with _one_line(f"list file:{path}"):
+            if not path.exists():
+                raise FileOperationFailed(f"File file:{path} does not exist", CHECK_PATH)
+            entries = sorted(path.iterdir()) if path.is_dir() else [path]
+            return [_info(entry) for entry in entries]
 
     def head(self, file: str, maxBytes: int = HEAD_BYTES) -> str:  # noqa: N803 - Databricks' name
         path = self._path(file)
-        if path.is_dir():
-            raise IsADirectoryError(f"file:{path} is a directory: give a file")
-        with open(path, "rb") as handle:
-            return handle.read(maxBytes).decode("utf-8", errors="replace")
+        with _one_line(f"read file:{path}"):
+            if path.is_dir():
+                raise FileOperationFailed(f"file:{path} is a directory", "Give a file")
+            with open(path, "rb") as handle:
+                return handle.read(maxBytes).decode("utf-8", errors="replace")
 
     def mkdirs(self, dir: str) -> bool:  # noqa: A002 - Databricks' name
-        self._path(dir).mkdir(parents=True, exist_ok=True)
+        path = self._path(dir)
+        with _one_line(f"make the folder file:{path}"):
+            path.mkdir(parents=True, exist_ok=True)
         return True
 
     def rm(self, dir: str, recurse: bool = False) -> bool:  # noqa: A002 - Databricks' name
         path = self._path(dir)
+        delete_guard.check(path)  # before anything else: even whether it exists is not its business
         if not path.exists() and not path.is_symlink():
             return False
-        if path.is_dir() and not path.is_symlink():
-            if any(path.iterdir()) and not recurse:
-                raise OSError(f"file:{path} is a non-empty directory: rm(path, recurse=True) removes it")
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+        with _one_line(f"remove file:{path}"):
+            if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not recurse:
+                raise FileOperationFailed(f"file:{path} is a non-empty directory",
+                                          "rm(path, recurse=True) removes it with its contents")
+            delete_guard.remove_tree(path)
         return True
 
     def cp(self, from_: str, to: str, recurse: bool = False) -> bool:
         source, target = self._path(from_), self._path(to)
-        if source.is_dir():
-            if not recurse:
-                raise OSError(f"file:{source} is a directory: cp(from, to, recurse=True) copies it")
-            shutil.copytree(source, target, dirs_exist_ok=True)
-        else:
-            shutil.copyfile(source, target / source.name if target.is_dir() else target)
+        with _one_line(f"copy file:{source} to file:{target}"):
+            if source.is_dir():
+                if not recurse:
+                    raise FileOperationFailed(f"file:{source} is a directory",
+                                              "cp(from, to, recurse=True) copies it with its contents")
+                delete_guard.copy_tree(source, target)
+            else:
+                destination = target / source.name if target.is_dir() else target
+                if destination.exists() and destination.samefile(source):
+                    raise FileOperationFailed(f"file:{source} and file:{destination} are the same file",
+                                              "Copy it to another path")
+                delete_guard.copy_file(str(source), str(destination))
         return True
 
     def mv(self, from_: str, to: str, recurse: bool = False) -> bool:
         source, target = self._path(from_), self._path(to)
-        if source.is_dir() and not recurse:
-            raise OSError(f"file:{source} is a directory: mv(from, to, recurse=True) moves it")
-        shutil.move(str(source), str(target))
+        delete_guard.check(source, "move")  # its place is emptied: judged as a delete, before anything else
+        with _one_line(f"move file:{source} to file:{target}"):
+            if source.is_dir() and not recurse:
+                raise FileOperationFailed(f"file:{source} is a directory",
+                                          "mv(from, to, recurse=True) moves it with its contents")
+            if not source.exists() and not source.is_symlink():
+                raise FileOperationFailed(f"File file:{source} does not exist", CHECK_PATH)
+            delete_guard.move(source, target)
         return True
 
     def put(self, file: str, contents: str, overwrite: bool = False) -> bool:
         path = self._path(file)
-        if path.exists() and not overwrite:
-            raise FileExistsError(f"File file:{path} already exists: put(file, contents, overwrite=True) replaces it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(contents)
+        with _one_line(f"write file:{path}"):
+            if path.exists() and not overwrite:
+                raise FileOperationFailed(f"File file:{path} already exists",
+                                          "put(file, contents, overwrite=True) replaces it")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            delete_guard.write_text(path, contents)
         return True
+
+
+@contextmanager
+def _one_line(doing: str) -> Iterator[None]:
+    """A filesystem error as one line that says what could not be done and why (the guard's own errors pass)."""
+    try:
+        yield
+    except SparkscopeError:
+        raise
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise FileOperationFailed(f"Could not {doing}: {why}", CHECK_PATH) from None
 
 
 def _info(path: Path) -> FileInfo:

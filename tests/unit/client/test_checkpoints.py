@@ -8,7 +8,8 @@ import time
 import pytest
 
 from sparkscope.client.catalog.records import Record
-from sparkscope.client.catalog.checkpoints import LOW_SPACE, committed_batch, no_space_at, parse_age, prune, scan
+from sparkscope.client.catalog.checkpoints import (LOW_SPACE, MARKER, committed_batch, made_by_sparkscope, make_fresh,
+                                                   no_space_at, parse_age, prune, scan)
 from sparkscope.client.errors import ConfigError
 
 
@@ -19,12 +20,17 @@ def record(name, checkpoint, *, state="stopped", sink="parquet", mode="append", 
                   restartable=restartable, reason=None, seen_at=None)
 
 
-def make(root, name, days_old, size=1000):
+def make(root, name, days_old, size=1000, *, given=False):
+    """A checkpoint `days_old` days old: made by sparkscope (its marker in it) unless `given` by the user."""
     folder = root / name / "offsets"
     folder.mkdir(parents=True)
     (folder / "0").write_bytes(b"x" * size)
+    touched = [folder / "0", folder, folder.parent]
+    if not given:
+        (folder.parent / MARKER).write_text("")
+        touched.insert(0, folder.parent / MARKER)
     then = time.time() - days_old * 86400
-    for path in (folder / "0", folder, folder.parent):
+    for path in touched:
         os.utime(path, (then, then))
     return folder.parent
 
@@ -41,12 +47,27 @@ def test_prune_keeps_every_checkpoint_a_restartable_query_needs(tmp_path):
     ]
     make(root, "orphan-1", 30, size=5000)  # no record at all
     make(root, "fresh-1", 1)  # too young
+    make(root, "given-1", 30, given=True)  # a folder the user put there: never sparkscope's to delete
+    records.append(record("mine", make(root, "mine-1", 30, given=True), sink="memory"))  # --checkpoint mine-1
     removed = prune(root, records, parse_age("7d"))
     assert sorted(c.path.name for c in removed) == ["local-1", "orphan-1", "ticks-1"]
     assert sum(c.size for c in removed) == 7000
     left = {c.path.name: c for c in scan(root, records)}
-    assert sorted(left) == ["counts-1", "failed-1", "fresh-1", "lost-1", "running-1"]
+    assert sorted(left) == ["counts-1", "failed-1", "fresh-1", "given-1", "lost-1", "mine-1", "running-1"]
+    assert not left["given-1"].made_here and left["counts-1"].made_here
     assert left["counts-1"].owner.name == "counts" and left["counts-1"].size == 1000
+
+
+def test_sparkscope_knows_the_checkpoints_it_made_by_their_marker_directly_under_its_root(tmp_path):
+    root = tmp_path / "checkpoints"
+    make_fresh(f"{root}/counts-1a2b", "counts")
+    assert made_by_sparkscope(f"file:{root}/counts-1a2b", str(root))
+    assert not made_by_sparkscope(f"{root}/counts-1a2b", None)  # a server without a root made nothing here
+    assert not made_by_sparkscope(f"{root}/counts-1a2b", str(tmp_path))  # not directly under that root
+    (root / "given").mkdir()
+    assert not made_by_sparkscope(f"{root}/given", str(root))  # no marker: the user's
+    with pytest.raises(FileExistsError):  # never taken over: a new query's folder is new
+        make_fresh(f"{root}/given", "given")
 
 
 def test_ages_are_read_with_their_unit():

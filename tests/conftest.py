@@ -21,8 +21,14 @@ _OWN_SANDBOX = not os.environ.get("SPARKSCOPE_TEST_SANDBOX")
 _SANDBOX = (Path(os.environ["SPARKSCOPE_TEST_SANDBOX"]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
             if not _OWN_SANDBOX else Path(tempfile.mkdtemp(prefix="sparkscope-tests-")))
 _SANDBOX.mkdir(parents=True, exist_ok=True)
+# HOME, the current folder and the XDG folders are the sandbox's: whatever a test (or sparkscope under test) does to
+# ~, to the current folder or to sparkscope's folders happens inside it, never to the machine's own
 os.environ["XDG_STATE_HOME"] = str(_SANDBOX / "state")
 os.environ["XDG_CONFIG_HOME"] = str(_SANDBOX / "config")
+os.environ["XDG_CACHE_HOME"] = str(_SANDBOX / "cache")
+os.environ["HOME"] = str(_SANDBOX / "home")
+(_SANDBOX / "home").mkdir(exist_ok=True)
+(_SANDBOX / "work").mkdir(exist_ok=True)  # the current folder, once the tests are collected (_work_in_the_sandbox)
 os.environ.pop("SPARK_REMOTE", None)
 os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
 os.environ.pop("SPARKSCOPE_PROFILE", None)
@@ -43,6 +49,13 @@ os.environ.setdefault("SPARKSCOPE_CLASS_CACHE", "off")
 # the JVM's defaults: C2 pays off in a server that runs for hours. (Recording one class archive before
 # the run as well saved 20 s of tests but cost 45 s to record on a clean clone, so the tests map none.)
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _work_in_the_sandbox():
+    """The tests run in the sandbox's work/ folder (after collection, which reads the paths given to pytest)."""
+    os.chdir(_SANDBOX / "work")
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ def wait_for(predicate, timeout: float = 30.0, every: float = 0.1, what: str = "
 
 
 def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180, home=None, stdin: str | None = None,
-                   drop: tuple[str, ...] = ()):
+                   drop: tuple[str, ...] = (), cwd=None):
     """The real `sparkscope` command, as a subprocess; its CompletedProcess (text). It never inherits a token
     from the environment (pass one in `env`); `home` is its XDG_STATE_HOME; `drop` leaves out more variables."""
     import os
@@ -35,7 +35,7 @@ def run_sparkscope(*args: str, env: dict | None = None, timeout: float = 180, ho
         full["XDG_STATE_HOME"] = str(home)
     full.update(env or {})
     return subprocess.run([sparkscope_bin(), *args], capture_output=True, text=True, timeout=timeout, env=full,
-                          input=stdin)
+                          input=stdin, cwd=cwd)
 
 
 class LineServer:

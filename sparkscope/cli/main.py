@@ -236,10 +236,12 @@ def _script_text(path: str) -> str:
     except OSError as exc:
         raise ConfigError(f"Cannot read {path} ({exc.strerror})", "Check the path") from None
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:  # its first lines are not UTF-8 (said below, with the byte), or name no codec
+            data.decode("utf-8")
+            raise ConfigError(f"{path}: {exc.msg}", "Fix the coding line, or save the script as UTF-8") from None
         return data.decode(encoding).replace("\r\n", "\n")
-    except SyntaxError as exc:  # a coding line that names no codec Python knows
-        raise ConfigError(f"{path}: {exc.msg}", "Fix the coding line, or save the script as UTF-8") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not {exc.encoding} text (byte {exc.start} cannot be decoded)",
                           "Save the script as UTF-8, or name its encoding in a coding line") from None

@@ -49,11 +49,11 @@ class Repl:
         return self.prompt(timeout)
 
 
-def spawn(*args: str, env=None, cols: int = 160, preexec_fn=None) -> pexpect.spawn:
+def spawn(*args: str, env=None, cols: int = 160, preexec_fn=None, cwd=None) -> pexpect.spawn:
     full_env = {**os.environ, "LINES": "40", "COLUMNS": str(cols), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm",
                 "PAGER": "", **(env or {})}  # no pager unless a test asks for one
     child = pexpect.spawn(sparkscope_bin(), list(args), env=full_env, encoding="utf-8", dimensions=(40, cols),
-                          timeout=60, preexec_fn=preexec_fn)
+                          timeout=60, preexec_fn=preexec_fn, cwd=cwd)
     return child
 
 

@@ -75,7 +75,8 @@ def test_a_script_that_is_not_utf8_is_one_line(remote_url, tmp_path):
     script.write_bytes("x = 'caf\u00e9'\n".encode("latin-1"))
     result = run_sparkscope("--remote", remote_url, "-f", str(script))
     assert result.returncode == 2
-    assert result.stderr.strip() == f"error: {script} is not UTF-8 text (byte 8 cannot be decoded). Save the script as UTF-8."
+    assert result.stderr.strip() == (f"error: {script} is not utf-8 text (byte 8 cannot be decoded). Save the script as "
+                                     "UTF-8, or name its encoding in a coding line.")
 
 
 

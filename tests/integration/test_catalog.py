@@ -166,7 +166,7 @@ def test_the_checkpoints_command_lists_owners_and_prunes_nothing_young(ss):
     out = run_sparkscope("checkpoints")
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if line.startswith(f"| {query.checkpoint.rsplit('/', 1)[1]}"))
-    assert re.search(r"\| cat_ckpt \(stopped\)\s+\| yes\s+\|$", row), row  # the bounded sink resumes from it
+    assert re.search(r"\| cat_ckpt \(stopped\)\s+\| yes\s+\| sparkscope \|$", row), row  # the bounded sink resumes
     pruned = run_sparkscope("checkpoints", "prune", "--older-than", "1h")
     assert pruned.returncode == 0 and "Deleted 0 checkpoints, 0 B freed" in pruned.stdout
     missing = run_sparkscope("checkpoints", "prune")

@@ -144,6 +144,25 @@ def test_restart_fresh_asks_and_forget_keeps_the_checkpoint_unless_asked(shell, 
                              f"{shell.session.url}. See what it holds with :queries --all.\n"
 
 
+def test_forget_deletes_a_checkpoint_only_when_sparkscope_made_it(shell, tmp_path):
+    """A checkpoint the user gave is forgotten, never deleted, and the line says where it stays; the one sparkscope
+    made under the server's checkpoint root goes."""
+    given = tmp_path / "my-checkpoint"
+    shell.run(f":start given ss.source.rate(5) --sink memory --checkpoint {given}")
+    shell.run(":start made ss.source.rate(5) --sink memory")
+    made = shell.session.catalog.get(shell.session.url, "made").checkpoint
+    shell.run(":stop given")
+    shell.run(":stop made")
+    assert given.is_dir() and os.path.isdir(made)
+    ok, out, err = shell.run(":forget given --delete-checkpoint --yes")
+    assert ok and out == (f"Forgot given; its checkpoint stays at {given}: it was given, not made by sparkscope, and "
+                          "sparkscope deletes only the checkpoints it made.\n"), err
+    assert (given / "metadata").is_file()
+    ok, out, err = shell.run(":forget made --delete-checkpoint --yes")
+    assert ok and out == f"Forgot made and deleted its checkpoint {made}.\n", err
+    assert not os.path.exists(made)
+
+
 def test_queries_all_and_checkpoints_show_the_catalog(shell):
     shell.run(":start listed ss.source.rate(5) --sink memory")  # a memory sink resumes nothing from it
     shell.run(":stop listed")

@@ -152,23 +152,40 @@ def _token(args: argparse.Namespace, server: LocalServer) -> int:
 
 
 def _stop(args: argparse.Namespace, server: LocalServer) -> int:
+    from ..server.process_tree import describe
+
     info = server.stop(grace=args.grace)
     if info is None:
-        return _emit(args, Message("No local server is running.", {"stopped": False}))
+        left = server.end_leftovers()
+        if left:
+            return _emit(args, Message(f"No local server is running. Ended what the last one left running when it "
+                                       f"ended without a stop: {describe(left)}.",
+                                       {"stopped": False, "ended": [p.pid for p in left]}))
+        return _emit(args, Message("No local server is running.", {"stopped": False, "ended": []}))
     # Spark Connect lists only the caller's own session's queries, so name what ended in general terms
     lines = [f"Stopped the Spark Connect server (pid {info.pid}): the streaming queries of every session on it "
              "have ended."]
     if info.cluster is not None:
         pids = ", ".join(str(member.pid) for member in info.cluster.members)
         lines.append(f"Stopped its cluster: the master and {len(info.cluster.workers)} workers (pids {pids}).")
-    return _emit(args, Message("\n".join(lines), {"stopped": True, "pid": info.pid}))
+    workers = [p for p in info.ended if p.kind != "log writer"]
+    if workers:
+        lines.append(f"Ended the processes it had started: {describe(workers)}.")
+    return _emit(args, Message("\n".join(lines), {"stopped": True, "pid": info.pid,
+                                                  "ended": [p.pid for p in info.ended]}))
 
 
 def _status(args: argparse.Namespace, server: LocalServer) -> int:
+    from ..server.process_tree import describe
     from ..server.sizing import local_master
 
     info = server.status()
     if info is None:
+        left = server.processes()
+        if left:
+            return _emit(args, Message(f"No local server is running, but the last one left processes running: "
+                                       f"{describe(left)}. sparkscope server stop ends them",
+                                       {"running": False, "left": [p.pid for p in left]}), 3)
         return _emit(args, Message("No local server is running. Start one with: sparkscope server start",
                                    {"running": False}), 3)
     auth = (f"token required ({server.token_path}, mode 0600; sparkscope server token prints it)"
@@ -182,6 +199,7 @@ def _status(args: argparse.Namespace, server: LocalServer) -> int:
         ("spark", info.version or "not answering"), ("auth", auth), ("memory", memory),
         ("ui", f"{info.ui_url}: {UI_READERS}" if info.ui_url else "off (sparkscope server start --ui)"),
         ("log", info.log)]
+    rows.append(("holds", describe(server.processes(info))))
     tasks = busy_tasks(server.busy_tasks(window=0.5))
     if tasks is not None:
         rows.append(("tasks", tasks))

@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from .process_tree import SERVER_MARK, mark
 from .class_cache import quote_option
 from ..client.paths import server_config_dir
 from .ports import next_free_port
@@ -87,6 +88,8 @@ def submit_environment(state: Path) -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": env.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        # every process this start spawns, and each the JVM starts in turn, carries it: a stop ends them all
+        SERVER_MARK: mark(state),
     })
     env.pop(TOKEN_ENV, None)
     return env

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .process_tree import Spawned
 from .cluster import Cluster
 from .processes import is_ours, listens_on
 from ..client.connection.remote import Target, local_target
@@ -28,6 +29,7 @@ class ServerInfo:
     driver_memory: str | None = None  # the driver's heap (-Xmx), as given to spark-submit
     class_recording: str | None = None  # where it records its class archive when it stops (class_cache)
     ui_port: int | None = None  # the Spark UI's port, when it was started with ui=True (off by default)
+    ended: list[Spawned] = field(default_factory=list)  # what its stop ended besides the JVM and the cluster
 
     @property
     def auth(self) -> bool:

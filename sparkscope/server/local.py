@@ -28,6 +28,7 @@ from ..client.paths import private_dir, state_dir, write_private
 from ..client.connection.probe import port_open, probe, try_probe
 from .ports import next_free_port, port_for_server, wait_until_free
 from .processes import busy_threads, kill
+from .process_tree import SERVER_MARK, Spawned, describe, end, mark, spawned_by
 from ..client.connection.remote import TOKEN_ENV
 from ..client.secrets import remember_secret
 from .info import ServerInfo, holds_port, is_our_server
@@ -200,6 +201,10 @@ class LocalServer:
         existing = self.running()
         if existing is not None:
             return self._reuse(existing, port, workers, timeout, on_wait)
+        left = self.end_leftovers()
+        if left:
+            logger.warning("Ended what the last server of %s left running when it ended without a stop: %s",
+                           self.home, describe(left))
         if not require_token:
             token = None
         elif not token:
@@ -309,7 +314,8 @@ class LocalServer:
         # (`subprocess.run(["sparkscope", "server", "start"])` would wait for as long as the server runs)
         writer = subprocess.Popen([sys.executable, "-I", log_writer.__file__, str(self.log_path)],
                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env={log_writer.TOKEN_ENV: token or ""}, start_new_session=True, umask=0o077)
+                                  env={log_writer.TOKEN_ENV: token or "", SERVER_MARK: mark(self.home)},
+                                  start_new_session=True, umask=0o077)
         assert writer.stdin is not None
         self._log_writer = writer
         try:  # both in sessions of their own: they outlive this process and its terminal's Ctrl-C
@@ -362,9 +368,27 @@ class LocalServer:
             time.sleep(0.1)
 
     # -- stop -----------------------------------------------------------------------------------
+    def processes(self, info: ServerInfo | None = None) -> list[Spawned]:
+        """The processes this state dir's server started that run now, besides its JVM and its cluster's members:
+        Python workers, the log writer, executors (process_tree)."""
+        info = info or self._read_state()
+        members = [member.pid for member in info.cluster.members] if info and info.cluster else []
+        return spawned_by(self.home, besides=(*([info.pid] if info else []), *members))
+
+    def end_leftovers(self, grace: float = 5.0) -> list[Spawned]:
+        """With no server of this state dir running: end what an earlier one left (a server killed -9 leaves its
+        Python workers running); those it ended."""
+        if self.running() is not None:
+            return []
+        left = spawned_by(self.home)
+        if left:
+            end(left, grace)
+        return left
+
     def stop(self, grace: float = 20.0) -> ServerInfo | None:
         """Stop the server we started (by pid): SIGTERM, then SIGKILL after `grace` seconds; then its
-        cluster's workers and master, if it has one."""
+        cluster's workers and master, if it has one; then every process it started that still runs (its Python
+        workers: Spark leaves them running), counted in the info's `ended`."""
         info = self.running()
         if info is None:
             return None
@@ -375,6 +399,9 @@ class LocalServer:
             ClassCache(self.home, java_path() or "java", pyspark_home()).keep(Path(info.class_recording), stopped_cleanly)
         if info.cluster is not None:
             info.cluster.stop(grace)
+        left = spawned_by(self.home)
+        end(left, min(grace, 5.0))
+        info.ended = left
         self._clear_state()
         return info
 

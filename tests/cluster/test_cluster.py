@@ -134,6 +134,9 @@ def test_server_stop_ends_every_process(server, cluster_home):
     assert out.stdout.splitlines()[1].startswith("Stopped its cluster: the master and 2 workers (pids ")
     alive = [pid for pid in pids | executors if _alive(pid)]
     assert alive == []
+    from sparkscope.server.process_tree import spawned_by  # nothing whose environment names this server's state dir
+
+    wait_for(lambda: spawned_by(cluster_home / "sparkscope") == [], 5, what="no process of the cluster left")
     assert run_sparkscope("server", "status", home=cluster_home).returncode == 3
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -384,3 +385,67 @@ def test_status_and_token_go_through_the_renderer_as_json(server):
     assert shown["data"]["url"] == f"sc://localhost:{server.port}" and shown["data"]["spark"] == "4.3.0"
     token = run_sparkscope("server", "token", "--format", "json")
     assert json.loads(token.stdout) == {"command": "server token", "ok": True, "data": {"token": server.token}}
+
+
+def _marked(home: Path) -> list[int]:
+    """Every process whose environment names the server of the state dir `home` (none of this test's own)."""
+    from sparkscope.server.process_tree import spawned_by
+
+    return [process.pid for process in spawned_by(home)]
+
+
+def _leave_queries_running(info, *, foreach_batch: int) -> None:
+    """A default ss.start and `foreach_batch` foreachBatch queries, left running on the server of `info`."""
+    import sparkscope
+
+    ss = sparkscope.connect(f"sc://localhost:{info.port}/;token={info.token}")
+    try:
+        ss.start(ss.source.rate(5), "kept")
+        for index in range(foreach_batch):
+            ss.start(ss.source.rate(5), f"each{index}", foreach_batch=lambda df, batch: None)
+    finally:
+        ss.close(stop_queries=False)
+
+
+def test_server_stop_ends_every_process_the_server_started_after_a_stop_or_a_crash(tmp_path):
+    """foreachBatch workers outlive the JVM that started them (parent pid 1, 165 MB each): `server stop` ends them,
+    and after a kill -9 of the JVM the next `server stop` or `server start` finds them by the state dir in their
+    environment and ends them, saying so."""
+    home = tmp_path / "sparkscope"
+    local = LocalServer(home)
+    try:
+        info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+        _leave_queries_running(info, foreach_batch=2)
+        assert len(wait_for(lambda: _marked(home) if len(_marked(home)) >= 4 else None, 60)) >= 4  # + the writer
+        out = run_sparkscope("server", "stop", home=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert re.fullmatch(r"Ended the processes it had started: [3-9] Python workers \([\d,]+ MB\)\.",
+                            out.stdout.splitlines()[-1]), out.stdout
+        wait_for(lambda: _marked(home) == [], 5, what="no process of the stopped server left")
+
+        for then in ("stop", "start"):  # a crash, then the next stop or start
+            info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+            _leave_queries_running(info, foreach_batch=0)
+            wait_for(lambda: len(_marked(home)) >= 3, 60, what="the server's JVM, log writer and Python worker")
+            os.kill(info.pid, signal.SIGKILL)
+            status = run_sparkscope("server", "status", home=tmp_path)
+            assert status.returncode == 3 and status.stdout.startswith(
+                "No local server is running, but the last one left processes running: 1 Python worker ("), status.stdout
+            out = run_sparkscope("server", then, "--port", str(free_port()), home=tmp_path) if then == "start" else \
+                run_sparkscope("server", "stop", home=tmp_path)
+            assert out.returncode == 0, out.stderr
+            said = out.stdout if then == "stop" else out.stderr
+            assert re.search(r"Ended what the last (one|server of \S+) left running when it ended without a stop: "
+                             r"1 Python worker \([\d,]+ MB\)", said), (out.stdout, out.stderr)
+            running = LocalServer(home).running()
+            own = {running.pid} if running else set()
+            wait_for(lambda: set(_marked(home)) - own <= {p.pid for p in LocalServer(home).processes()
+                                                          if p.kind == "log writer"}, 5,
+                     what="nothing of the crashed server left")
+    finally:
+        local.stop(grace=10)
+        leftover = _marked(home)
+        for pid in leftover:  # this test's own processes, found by its own state dir
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        assert leftover == []

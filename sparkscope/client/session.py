@@ -22,6 +22,7 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, S
                      SparkscopeError, call, explain_unreachable, session_closed, translate,
                      translated)
 from .connection.probe import probe
+from .queries.bounded_sink import BoundedSink
 from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
 from .queries.rows import Rows
@@ -114,7 +115,8 @@ class Session:
         self.facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,
                                  kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
                                  auth=bool(target.token), tls=target.needs_tls,
-                                 known=KnownServers(Path(server_home or state_dir()) / "servers.json"))
+                                 known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
+                                 bounded_sink=lambda: self._bounded_sink.load())
         self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
         self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
         self._queries: dict[str, Query] = {}
@@ -129,8 +131,9 @@ class Session:
         self._stop_explaining: Callable[[], None] = lambda: None
         self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._book = QueryBook(self)
-        self._sinks = SinkReader(self, self._book)
-        self._starter = QueryStarter(self, self._book)
+        self._bounded_sink = BoundedSink(spark)
+        self._sinks = SinkReader(self, self._book, self._bounded_sink)
+        self._starter = QueryStarter(self, self._book, self._bounded_sink)
         self.here = here  # the embedded server of this machine, when this session may be on it
         self._warming: threading.Thread | None = None
         if keepalive > 0:
@@ -242,6 +245,10 @@ class Session:
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
         """A batch DataFrame over what a query wrote (memory table, file path or table)."""
         return self._sinks.sink_dataframe(name_or_query)
+
+    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame:
+        """The rows one batch of a query of the default (bounded) sink wrote, while the sink keeps them."""
+        return self._sinks.batch_dataframe(query, batch_id)
 
     def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
              order_by: str | list[str] | None = None) -> Rows:

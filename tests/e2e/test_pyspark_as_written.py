@@ -348,8 +348,7 @@ def test_dbutils_fs_works_on_this_machines_files_and_the_rest_of_databricks_is_o
     assert last(repl, f'dbutils.fs.mv("{base}/b.json", "{base}/c.json")') == "True"
     assert sorted(p.name for p in base.iterdir()) == ["c.json", "in"]
     out = last(repl, f'dbutils.fs.put("{base}/c.json", "x")')
-    assert out == f"FileExistsError: File file:{base}/c.json already exists: put(file, contents, overwrite=True) " \
-                  "replaces it"
+    assert out == f"error: File file:{base}/c.json already exists. put(file, contents, overwrite=True) replaces it."
     assert last(repl, f'dbutils.fs.rm("{base}", True)') == "True"
     assert not base.exists()
     assert last(repl, f'dbutils.fs.rm("{base}", True)') == "False"
@@ -375,8 +374,9 @@ def test_databricks_only_names_get_one_line_and_sql_and_fs_magics_run(repl, tmp_
     assert repl.run(f"%fs ls {tmp_path}/gone").strip().splitlines()[-1] == (
         f"error: File file:{tmp_path}/gone does not exist. Check the path with %fs ls.")
     assert repl.run("%fs chmod 777 x").strip().splitlines()[-1] == (
-        "error: %fs chmod 777 x is not a %fs command sparkscope runs. Use %fs ls|head|mkdirs|rm [-r] PATH, or %fs "
-        "cp|mv [-r] FROM TO.")
+        "error: %fs chmod 777 x is not a %fs command sparkscope runs. Use %fs ls|head|mkdirs|rm PATH, %fs cp|mv FROM TO "
+        "or %fs put PATH TEXT; flags: -r (--recurse) for rm, cp and mv, --maxBytes=N for head, -f (--overwrite) for "
+        "put; quote a path with spaces.")
     assert repl.run("%sh ls").strip().splitlines()[-1] == (
         "error: %sh is a Databricks notebook magic. Run shell commands in your terminal, or with subprocess.run in "
         "Python.")

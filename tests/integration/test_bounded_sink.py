@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
-from sparkscope.client.queries.bounded_sink import BATCH_COLUMN, KeepNewest, rows_of
 from sparkscope.client.errors import ConfigError
 from tests.helpers import wait_for
 
@@ -118,62 +118,42 @@ def test_a_bounded_query_restarts_from_its_checkpoint_and_keeps_what_it_kept_bef
     assert wait_for(lambda: restarted.progress, what="the batch's progress").batch_id == 3
 
 
-# -- the foreachBatch function itself, called with real batch DataFrames of the server --------------
-def _kept(ss, view: str) -> list[tuple[int, int]]:
-    table = ss.spark.table(f"global_temp.`{view}`")
-    return [(row[0], row[1]) for row in table.select("id", BATCH_COLUMN).collect()]
+# The ring itself (a retried batch, time, complete mode, partitions): tests/unit/server/test_sink_jar.py, in a JVM.
+def test_complete_mode_with_keep_shows_the_latest_result_only(ss, data_dir):
+    _files(data_dir, batches=2)
+    df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
+    query = ss.start(df.groupBy((df.id % 2).alias("odd")).count(), "parity_kept", keep=100, trigger="available-now")
+    assert (query.sink, query.mode) == ("bounded", "complete")
+    _finished(ss, "parity_kept")
+    assert ss.peek("parity_kept", order_by="odd").rows == [(0, 10), (1, 10)]  # the second result, not both
 
 
-@pytest.fixture
-def keeper(ss):
-    made: list[str] = []
-
-    def make(rows: int, seconds: float | None = None, replace: bool = False) -> KeepNewest:
-        view = f"sparkscope_test_{len(made)}_{id(made)}"
-        made.append(view)
-        return KeepNewest(view, rows, seconds, replace)
-
-    yield make
-    for view in made:
-        ss.spark.catalog.dropGlobalTempView(view)
+def test_rows_older_than_the_time_kept_leave_without_another_batch(ss, data_dir):
+    _files(data_dir, batches=1)
+    df = ss.spark.readStream.schema("id LONG").json(str(data_dir))
+    query = ss.start(df, "brief", keep="2s", trigger="available-now")
+    _finished(ss, "brief")
+    assert str(query.keep) == "last 2 s"
+    wait_for(lambda: ss.peek("brief").rows == [], what="the rows to pass their two seconds")
 
 
-def _batch(ss, first: int, count: int):
-    return ss.spark.range(first, first + count).toDF("id")
+def test_the_sink_runs_in_the_server_s_jvm_with_no_python_worker(ss, server):
+    """Each bounded query used to hold a foreachBatch Python worker on the server (165 MB); none now."""
+    from sparkscope.server.process_tree import spawned_by
 
+    def foreach_batch_workers() -> int:
+        return sum("foreach_batch_worker" in p.command for p in spawned_by(Path(server.log).parent))
 
-def test_rows_older_than_the_time_kept_are_dropped_at_the_next_batch(ss, keeper):
-    now = [1000.0]
-    keep = keeper(rows=100, seconds=60)
-    keep.clock = lambda: now[0]
-    keep(_batch(ss, 0, 3), 0)
-    now[0] += 30
-    keep(_batch(ss, 10, 2), 1)
-    assert sorted(_kept(ss, keep.view)) == [(0, 0), (1, 0), (2, 0), (10, 1), (11, 1)]
-    now[0] += 31  # batch 0 is now 61 s old, batch 1 31 s
-    keep(_batch(ss, 0, 0), 2)  # an empty batch still lets old rows go
-    assert sorted(_kept(ss, keep.view)) == [(10, 1), (11, 1)]
-
-
-def test_a_retried_batch_replaces_its_rows_instead_of_adding_them_twice(ss, keeper):
-    keep = keeper(rows=100)
-    keep(_batch(ss, 0, 3), 0)
-    keep(_batch(ss, 10, 3), 1)
-    keep(_batch(ss, 10, 3), 1)
-    assert sorted(_kept(ss, keep.view)) == [(0, 0), (1, 0), (2, 0), (10, 1), (11, 1), (12, 1)]
-
-
-def test_complete_mode_keeps_the_latest_result_only(ss, keeper):
-    keep = keeper(rows=100, replace=True)
-    keep(_batch(ss, 0, 3), 0)
-    keep(_batch(ss, 5, 2), 1)
-    assert sorted(_kept(ss, keep.view)) == [(5, 1), (6, 1)]
-    assert rows_of(ss.spark, keep.view).columns == ["id"]
+    before = foreach_batch_workers()
+    query = ss.start(ss.spark.readStream.format("rate").option("rowsPerSecond", 5).load(), "no_worker")
+    wait_for(lambda: ss.peek("no_worker").rows, what="rows in no_worker")
+    assert query.progress is not None and query.progress.sink_rows is not None
+    assert foreach_batch_workers() == before
 
 
 def test_eight_bounded_sink_queries_started_at_once_from_threads_all_run(ss):
-    """The server gives each query's Python worker 10 s to connect back; eight started together on a busy 2-core
-    machine all failed before (QueryStarter._start_foreach_batch, spark_install.spark_home)."""
+    """Eight started together on a busy 2-core machine all failed when each needed a Python worker on the server
+    (it had 10 s to connect back); the sink runs in the JVM now, and all eight run."""
     import threading
 
     ticks = ss.spark.readStream.format("rate").option("rowsPerSecond", 2).load()

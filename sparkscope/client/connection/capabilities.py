@@ -2,8 +2,9 @@
 
 A shared cluster is not a copy of this venv. Its Python may lack pandas and pyarrow (the official
 `apache/spark` image has neither), or be another minor version, and then everything that runs this client's
-Python code on the server fails: Connect's foreachBatch worker (the bounded sink, `foreach_batch`, `display()`
-of a stream), Python data sources (sparkscope's Kafka source), UDFs. Worse, it fails late and says little: the
+Python code on the server fails: Connect's foreachBatch worker (`foreach_batch`), Python data sources
+(sparkscope's Kafka source), UDFs. (The bounded sink, the default, runs in the server's JVM: it needs no Python
+there, only that the server loads its jar.) Worse, it fails late and says little: the
 foreachBatch worker dies on its imports and the client only hears `Python worker failed to connect back` after
 the server's ten-second connect timeout.
 
@@ -104,6 +105,8 @@ class Capabilities:
     tls: bool
     probe_seconds: float
     client_python: str = CLIENT_PYTHON
+    sink_problem: str | None = None  # why the bounded sink's class does not load there (None: it does)
+    sink_found: str = "not asked"  # where it loads from: the server's class path, or this client's jar
 
     # -- what cannot run, in one line each (None: it can) ------------------------------------------
     def python_problem(self) -> str | None:
@@ -122,7 +125,7 @@ class Capabilities:
         return self.python_problem() or (f"the server's Python lacks {', '.join(missing)}{why}" if missing else None)
 
     def foreach_batch_problem(self) -> str | None:
-        """Why Connect's foreachBatch (the bounded sink, foreach_batch, display() of a stream) cannot run."""
+        """Why Connect's foreachBatch (foreach_batch, pyspark's writeStream.foreachBatch) cannot run."""
         problem = self._lacking(CONNECT_PACKAGES, ", which Connect's foreachBatch worker imports")
         if problem is None and self.python.connect_error:
             return f"the server's Python cannot import pyspark's Connect client ({self.python.connect_error})"
@@ -163,12 +166,16 @@ class Capabilities:
                   python_found + (f"; this client: {self.client_python}" if python.version else ""),
                   "Python code on the server: UDFs, foreachBatch, Python data sources",
                   "" if self.python_problem() is None else python_fix),
+            Check("bounded sink", self.sink_problem is None, self.sink_found if self.sink_problem is None else
+                  f"not loaded: {self.sink_problem}",
+                  "the default sink of append and update streams: the newest rows, bounded (:peek, :tail, display())",
+                  "" if self.sink_problem is None else "start queries with --sink memory (every row is kept), or add "
+                  "sparkscope's jar (sparkscope/jars/sparkscope-sink.jar) to the server's class path"),
             Check("foreachBatch", self.foreach_batch_problem() is None,
                   "ok" if self.foreach_batch_problem() is None else (
                       f"missing {', '.join(connect_missing)}" if connect_missing and not self.python_problem()
                       else str(self.foreach_batch_problem())),
-                  "the bounded sink (the default for append and update streams), foreach_batch, "
-                  "display() of a stream",
+                  "foreach_batch, and pyspark's writeStream.foreachBatch",
                   "" if self.foreach_batch_problem() is None else (
                       ADD_PACKAGES if connect_missing and not self.python_problem() else python_fix)),
             Check("kafka", self.kafka_problem() is None, kafka_found, "Kafka sources and sinks, topic lag",
@@ -237,8 +244,13 @@ def server_identity(spark: Any) -> str:
 
 
 def learn(spark: Any, *, url: str, spark_version: str, identity: str, kafka_connector: Callable[[], bool],
-          checkpoint_root: str | None, auth: bool, tls: bool) -> Capabilities:
+          checkpoint_root: str | None, auth: bool, tls: bool, bounded_sink: Callable[[], str]) -> Capabilities:
+    """`bounded_sink`: loads the bounded sink in this session and says from where (or raises why it cannot)."""
     started = time.monotonic()
+    try:
+        sink_found, sink_problem = bounded_sink(), None
+    except Exception as exc:
+        sink_found, sink_problem = "not loaded", str(getattr(exc, "message", exc))
     python = probe_python(spark)
     try:
         connector = kafka_connector()
@@ -247,7 +259,8 @@ def learn(spark: Any, *, url: str, spark_version: str, identity: str, kafka_conn
         connector = False
     return Capabilities(url=url, spark_version=spark_version, identity=identity, python=python,
                         kafka_connector=connector, checkpoint_root=checkpoint_root, auth=auth, tls=tls,
-                        probe_seconds=round(time.monotonic() - started, 3))
+                        probe_seconds=round(time.monotonic() - started, 3), sink_problem=sink_problem,
+                        sink_found=sink_found)
 
 
 class KnownServers:
@@ -284,8 +297,10 @@ class ServerFacts:
     """One per session: its server's capabilities, learned on the first call that needs them."""
 
     def __init__(self, spark: Any, *, url: str, spark_version: str, kafka_connector: Callable[[], bool],
-                 checkpoint_root: Callable[[], str | None], auth: bool, tls: bool, known: KnownServers):
+                 checkpoint_root: Callable[[], str | None], auth: bool, tls: bool, known: KnownServers,
+                 bounded_sink: Callable[[], str]):
         self._spark = spark
+        self._bounded_sink = bounded_sink
         self._url = url
         self._spark_version = spark_version
         self._kafka_connector = kafka_connector
@@ -308,7 +323,7 @@ class ServerFacts:
             if caps is None:
                 caps = learn(self._spark, url=self._url, spark_version=self._spark_version, identity=identity,
                              kafka_connector=self._kafka_connector, checkpoint_root=self._checkpoint_root(),
-                             auth=self._auth, tls=self._tls)
+                             auth=self._auth, tls=self._tls, bounded_sink=self._bounded_sink)
                 log.debug("learned what %s can run in %.2f s", self._url, caps.probe_seconds)
                 if caps.python.failure is None or caps.python.version:  # a timeout is not kept: it may pass
                     self._known.put(caps)

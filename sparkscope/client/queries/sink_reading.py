@@ -25,9 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
 class SinkReader:
     """Reading through a Session: a query's sink rows, batch SQL, plans and state, and cancelling what a thread runs."""
 
-    def __init__(self, session: OwningSession, book: QueryBook) -> None:
+    def __init__(self, session: OwningSession, book: QueryBook, sink: bounded_sink.BoundedSink) -> None:
         self._s = session
         self._book = book
+        self._sink = sink
 
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
         """A batch DataFrame over what a query wrote (memory table, file path or table)."""
@@ -51,13 +52,20 @@ class SinkReader:
         if query.sink == "memory":
             return self._s.spark.table(query.name)
         if query.sink == BOUNDED and query.view:
-            return bounded_sink.rows_of(self._s.spark, query.view)
+            return self._sink.rows(query.view)
         if query.sink == "table":
             return self._s.spark.table(query.table or query.name)
         if query.sink in FILE_SINKS and query.path:
             return self._s.spark.read.format(query.format or query.sink).load(query.path)
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
                                    "Start it with the default sink to peek at its rows")
+
+    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame:
+        """The rows one batch of a bounded query wrote, while its sink keeps them."""
+        if query.sink != BOUNDED or not query.view:
+            raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink, whose rows are not kept by batch",
+                                       "Read its sink with ss.peek")
+        return self._sink.batch(query.view, batch_id)
 
     def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
              order_by: str | list[str] | None = None) -> Rows:

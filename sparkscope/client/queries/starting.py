@@ -75,9 +75,10 @@ def took_over_note(user: CheckpointUser, query: Query) -> str:
 class QueryStarter:
     """Starting queries for a Session, and starting catalogued ones again."""
 
-    def __init__(self, session: OwningSession, book: QueryBook) -> None:
+    def __init__(self, session: OwningSession, book: QueryBook, sink: bounded_sink.BoundedSink) -> None:
         self._s = session
         self._book = book
+        self._sink = sink
 
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
@@ -117,16 +118,15 @@ class QueryStarter:
                                        "Build it from spark.readStream or ss.source.*")
         shape = plan_shape(call(explain_string, df, extended=True))
         chosen = choose_mode(shape, sink or BOUNDED, mode)
-        asked = sink
         sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
         if sink == BOUNDED and parsed_trigger.kind == "continuous":
             raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
                                        "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "
                                        "a processing-time trigger", code="continuous_bounded")
         notes: list[str] = []
-        if sink in (BOUNDED, "foreach_batch"):
-            sink = self._python_sink_or_fallback(sink, defaulted=asked is None and keep is None, notes=notes)
-        grows = None if notes else memory_sink_warning(sink, chosen, parsed_trigger)
+        if sink == "foreach_batch":
+            self._check_python_sink()
+        grows = memory_sink_warning(sink, chosen, parsed_trigger)
         warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
         if checkpoint is None and self._s.checkpoint_root is None and self._s.facts.first_time("no_checkpoint_root"):
             notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query "
@@ -137,21 +137,13 @@ class QueryStarter:
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
 
-    def _python_sink_or_fallback(self, sink: str, *, defaulted: bool, notes: list[str]) -> str:
-        """`sink` when the server's Python can run Connect's foreachBatch; else Spark's memory sink for a sink
-        that was only the default (said once per session, in `notes`), or one line naming what the server lacks."""
+    def _check_python_sink(self) -> None:
+        """foreach_batch runs Python on the server: one line naming what the server lacks, when it cannot."""
         problem = self._s.facts.get().foreach_batch_problem()
-        if problem is None:
-            return sink
-        if not defaulted:
-            what = "The bounded sink" if sink == BOUNDED else "foreach_batch"
-            raise UnsupportedOperation(f"{what} runs Python on the server, and this server cannot: {problem}",
-                                       f"Leave out keep and the sink (Spark's memory sink is used), or {ADD_PACKAGES}",
+        if problem is not None:
+            raise UnsupportedOperation(f"foreach_batch runs Python on the server, and this server cannot: {problem}",
+                                       f"Leave out the sink (the bounded sink runs no Python there), or {ADD_PACKAGES}",
                                        code="server_lacks_python", data={"problem": problem})
-        if self._s.facts.first_time("memory_fallback"):
-            notes.append(f"Spark's memory sink, not the bounded sink: {problem}. It keeps every row in the server's "
-                         f"memory (stop the query when done); for the bounded sink, {ADD_PACKAGES}")
-        return "memory"
 
     def _launch(self, df: DataFrame, name: str, sink: str, chosen: str, parsed_trigger: Trigger, *,
                 checkpoint: str | None, path: str | None, table: str | None, options: dict[str, Any] | None,
@@ -170,11 +162,11 @@ class QueryStarter:
                      problem: str | None, retention: Retention | None, notes: list[str] | None) -> Query:
         self._check_not_running_elsewhere(name)
         view = None
+        sink_options: dict[str, str] = {}
         if sink == BOUNDED:
             self.drop_old_view(name)
             view = bounded_sink.view_name(name)
-            with translated():
-                foreach_batch = bounded_sink.prepare(self._s.spark, df, name, view, retention or Retention(), chosen)
+            sink_options = self._sink.prepare(df, name, view, retention or Retention(), chosen)
         if checkpoint is None:
             checkpoint = self.fresh_checkpoint(name)
         writer = df.writeStream.queryName(name).outputMode(chosen)
@@ -188,7 +180,9 @@ class QueryStarter:
         with translated(), own_calls():
             if sink == "table":
                 handle = writer.toTable(table or name)
-            elif sink in ("foreach_batch", BOUNDED) and foreach_batch is not None:
+            elif sink == BOUNDED:
+                handle = writer.format(bounded_sink.SINK_CLASS).options(**sink_options).start()
+            elif sink == "foreach_batch" and foreach_batch is not None:
                 handle = self._start_foreach_batch(writer, foreach_batch)
             elif sink in FILE_SINKS:
                 handle = writer.format(sink).start(path)
@@ -372,7 +366,7 @@ class QueryStarter:
                 views.add(record.view)
         for view in views:
             with swallowed(f"dropping the view {view}"):
-                bounded_sink.drop(self._s.spark, view)
+                self._sink.drop(view)
 
     def drop_views(self, running_too: bool) -> None:
         """The rows kept by this session's bounded queries that ended (and, if asked, of running ones)."""
@@ -380,7 +374,7 @@ class QueryStarter:
         for query in self._book.known_queries():
             if query.view and query.id not in running:
                 with swallowed(f"dropping the view {query.view}"):
-                    bounded_sink.drop(self._s.spark, query.view)
+                    self._sink.drop(query.view)
 
     def restart(self, name: str, *, fresh: bool = False) -> Query:
         """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import bounded_sink
 from ..errors import SparkscopeError, UnsupportedOperation, translate
 from ..monitoring.monitor import Event
 from .rows import Rows, fetch
@@ -168,11 +167,11 @@ class Tail:
 
     def _read(self, batch_id: int, input_rows: int, sink_rows: int | None = None) -> TailBatch | None:
         if self.query.view:
-            rows = bounded_sink.batch_of(self.session.spark, self.query.view, batch_id)
-            total = self._count(rows)
+            kept = self.session.batch_dataframe(self.query, batch_id)
+            total = self._count(kept)
             if total == 0 and not self.empty:
                 return None
-            return TailBatch(self.query.name, batch_id, fetch(rows, self.limit if total else 0), total, self.query.mode)
+            return TailBatch(self.query.name, batch_id, fetch(kept, self.limit if total else 0), total, self.query.mode)
         table = self.session.spark.table(self.query.name)
         if self.query.mode == "complete":
             if input_rows == 0 and batch_id > 0 and not self.empty:

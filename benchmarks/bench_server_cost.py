@@ -20,6 +20,7 @@ Run: make bench  (or .venv/bin/python benchmarks/bench_server_cost.py [--minutes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -34,24 +35,18 @@ RATE = 200
 SAMPLE_AT = 90.0
 CPU_WINDOW = 60.0
 READS = 5
+ROUNDS = 3
 
 
-def tree_pids(home: Path) -> list[int]:
+def tree(home: Path) -> list:
+    """Every process of the server whose state dir is `home` (process_tree.Spawned: pid, command, PSS)."""
     from sparkscope.server.process_tree import spawned_by
 
-    return [p.pid for p in spawned_by(home)]
+    return spawned_by(home)
 
 
-def pss_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
+def pss_mb(processes: list) -> float:
+    return sum(p.memory or 0 for p in processes) / 2**20
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -88,16 +83,16 @@ class Side:
         return self.stream().writeStream.format("memory").queryName(name).start()
 
     def read(self):
-        if self.name == "sparkscope":
-            return self.ss.peek("q0", 20)
+        """20 rows, as a pyspark user reads either sink: the query's name is a table."""
         return self.spark.table("q0").limit(20).collect()
+
+    def peek(self):
+        return self.ss.peek("q0", 20)
 
     def close(self) -> None:
         for handle in self.handles:
-            try:
+            with contextlib.suppress(Exception):  # the server is stopped right after
                 handle.stop()
-            except Exception:  # noqa: BLE001 - the server is stopped right after
-                pass
         if self.name == "sparkscope":
             self.ss.close()
         else:
@@ -110,73 +105,87 @@ def measure(side_name: str) -> dict[str, float]:
         side = Side(side_name, info.url + (f"/;token={info.token}" if info.token else ""))
         side.open()
         time.sleep(5)  # the server settles after its start (a sample, not a synchronisation)
-        idle = pss_mb(tree_pids(home))
+        idle = pss_mb(tree(home))
         started = time.perf_counter()
         for index in range(QUERIES):
             side.handles.append(side.start(index))
         starts = time.perf_counter() - started
         first = started
         time.sleep(max(0.0, first + SAMPLE_AT - CPU_WINDOW - time.perf_counter()))
-        pids = tree_pids(home)
+        pids = [p.pid for p in tree(home)]
         cpu_before, window_started = cpu_seconds(pids), time.time()
         time.sleep(max(0.0, first + SAMPLE_AT - time.perf_counter()))
-        pids = tree_pids(home)
+        processes = tree(home)
         cores = (cpu_seconds(pids) - cpu_before) / (time.time() - window_started)
-        memory = pss_mb(pids)
-        pythons = sum(1 for pid in pids if "python" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                      and "log_writer" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
-        batch_ms = [p["durationMs"]["triggerExecution"] for handle in side.handles for p in handle.recentProgress
-                    if p["numInputRows"] and p["timestamp"] >= time.strftime("%Y-%m-%dT%H:%M:%S",
-                                                                              time.gmtime(window_started))]
-        reads = []
+        memory = pss_mb(processes)
+        pythons = sum(p.kind == "Python worker" for p in processes)
+        since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(window_started))
+        batch_ms = [p.durationMs["triggerExecution"] for handle in side.handles for p in handle.recentProgress
+                    if p.numInputRows and p.timestamp >= since]
+        reads, peeks = [], []
         for _ in range(READS):
-            began = time.perf_counter()
-            side.read()
-            reads.append(time.perf_counter() - began)
+            for read, times in ((side.read, reads), *(((side.peek, peeks),) if side_name == "sparkscope" else ())):
+                began = time.perf_counter()
+                read()
+                times.append(time.perf_counter() - began)
         side.close()
     return {"memory": memory, "per_query": (memory - idle) / QUERIES, "pythons": pythons, "cores": cores,
             "batch_ms": statistics.median(batch_ms) if batch_ms else float("nan"), "starts": starts,
-            "read": statistics.median(reads)}
+            "read": statistics.median(reads), "peek": statistics.median(peeks) if peeks else float("nan")}
 
 
-def starts_at_once(side_name: str) -> float:
+def warm_starts(side_name: str, together: bool) -> float:
+    """QUERIES starts on a fresh server after one start (which pays the server's warm-up): one after another, or at
+    once from threads; the wall time until every start returned."""
     with private_server_info() as info:
         side = Side(side_name, info.url + (f"/;token={info.token}" if info.token else ""))
         side.open()
-        side.start(99).stop()  # the first start of a server pays its warm-up: not part of the figure
-        threads = [threading.Thread(target=lambda i=i: side.handles.append(side.start(i))) for i in range(QUERIES)]
+        side.start(99).stop()
         began = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        if together:
+            threads = [threading.Thread(target=lambda i=i: side.handles.append(side.start(i))) for i in range(QUERIES)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            side.handles = [side.start(index) for index in range(QUERIES)]
         took = time.perf_counter() - began
-        assert len(side.handles) == QUERIES, f"{QUERIES - len(side.handles)} of the starts at once failed"
+        assert len(side.handles) == QUERIES, f"{QUERIES - len(side.handles)} of the starts failed"
         side.close()
     return took
 
 
 def one_run() -> None:
-    ours, theirs = measure("sparkscope"), measure("pyspark")
-    print(f"{QUERIES} append streams of {RATE} rows/s each, sampled {SAMPLE_AT:.0f} s after the first start:")
+    """ROUNDS rounds, the two sides alternating which goes first: each figure the median of its rounds."""
+    samples: dict[str, list[dict[str, float]]] = {"sparkscope": [], "pyspark": []}
+    for round_ in range(ROUNDS):
+        for side in (("sparkscope", "pyspark") if round_ % 2 == 0 else ("pyspark", "sparkscope")):
+            samples[side].append(measure(side))
+    ours, theirs = ({key: statistics.median(run[key] for run in runs) for key in runs[0]}
+                    for runs in (samples["sparkscope"], samples["pyspark"]))
+    print(f"{QUERIES} append streams of {RATE} rows/s each, sampled {SAMPLE_AT:.0f} s after the first start "
+          f"(medians of {ROUNDS} rounds, each side on a fresh server):")
     rows = [("server memory (PSS)", "memory", "{:,.0f} MB"), ("memory per query", "per_query", "{:,.0f} MB"),
             ("server CPU", "cores", "{:.2f} cores"), ("median batch time", "batch_ms", "{:,.0f} ms"),
-            (f"{QUERIES} starts, one after another", "starts", "{:.2f} s"), ("reading 20 rows", "read", "{:.3f} s")]
+            (f"{QUERIES} starts, one after another", "starts", "{:.2f} s"),
+            ("spark.table(name).limit(20).collect()", "read", "{:.3f} s")]
     for label, key, form in rows:
+        ratios = ", ".join(f"{a[key] / b[key]:.2f}" for a, b in zip(samples["sparkscope"], samples["pyspark"],
+                                                                    strict=True))
         print(f"  {label:<34} sparkscope {form.format(ours[key]):>12}   pyspark memory sink "
-              f"{form.format(theirs[key]):>12}   {ours[key] / theirs[key]:.2f}x")
-    print(f"  {'Python processes on the server':<34} sparkscope {ours['pythons']:>12}   pyspark memory sink "
-          f"{theirs['pythons']:>12}")
-    sequential = ours["starts"]
-    together = starts_at_once("sparkscope")
-    print(f"  {QUERIES} sparkscope starts at once: {together:.2f} s ({together / sequential:.2f}x the {QUERIES} one "
-          "after another)")
+              f"{form.format(theirs[key]):>12}   {ours[key] / theirs[key]:.2f}x (rounds: {ratios})")
+    print(f"  {'ss.peek(name, 20)':<34} sparkscope {ours['peek']:>10.3f} s   (three calls: the query, its rows "
+          "and their schema)")
+    print(f"  {'Python processes on the server':<34} sparkscope {ours['pythons']:>12.0f}   pyspark memory sink "
+          f"{theirs['pythons']:>12.0f}")
+    sequential, together = warm_starts("sparkscope", False), warm_starts("sparkscope", True)
+    print(f"  {QUERIES} sparkscope starts on a warm server: at once {together:.2f} s, one after another "
+          f"{sequential:.2f} s ({together / sequential:.2f}x)")
 
 
 def long_run(minutes: int) -> None:
     """Both sides at once for `minutes`, one sample a minute: the memory sink's heap grows, the bounded sink's not."""
-    import contextlib
-
     out = Path(__file__).parent / "results" / f"server-cost-{time.strftime('%Y%m%d-%H%M')}.csv"
     out.parent.mkdir(exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -194,7 +203,7 @@ def long_run(minutes: int) -> None:
                 time.sleep(max(0.0, began + minute * 60 - time.time()))
                 for name, info in servers.items():
                     heap = heap_used_mb(info.pid)
-                    pss = pss_mb(tree_pids(Path(info.log).parent))
+                    pss = pss_mb(tree(Path(info.log).parent))
                     csv.write(f"{minute},{name},{heap:.1f},{pss:.1f}\n")
                     csv.flush()
                     print(f"minute {minute:3d} {name:<10} heap {heap:8.1f} MB  PSS {pss:8.1f} MB", flush=True)

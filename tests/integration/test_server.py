@@ -439,8 +439,8 @@ def test_server_stop_ends_every_process_the_server_started_after_a_stop_or_a_cra
                              r"1 Python worker \([\d,]+ MB\)", said), (out.stdout, out.stderr)
             running = LocalServer(home).running()
             own = {running.pid} if running else set()
-            wait_for(lambda: set(_marked(home)) - own <= {p.pid for p in LocalServer(home).processes()
-                                                          if p.kind == "log writer"}, 5,
+            wait_for(lambda own=own: set(_marked(home)) - own <= {p.pid for p in LocalServer(home).processes()
+                                                                  if p.kind == "log writer"}, 5,
                      what="nothing of the crashed server left")
     finally:
         local.stop(grace=10)

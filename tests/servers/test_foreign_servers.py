@@ -23,12 +23,8 @@ __all__ = ["test_the_first_session_runs_as_written", "test_the_sdk_example_runs_
            "test_a_console_sink_prints_its_batches_above_the_prompt"]
 
 WORKER_FAILED = "connect back"
-LACKS_CONNECT = ("the server's Python lacks pandas, pyarrow, grpcio, grpcio-status, googleapis-common-protos, "
-                 "zstandard, which Connect's foreachBatch worker imports")
 OTHER_MINOR = (r"the server's Python is 3\.\d+ and this client's is 3\.\d+: Python code sent to the server needs the "
                r"same minor version on both sides")
-# what keeps Connect's foreachBatch off each server, as a pattern (spark-4.0 has everything)
-FOREACH_BATCH_PROBLEM = {"bare": re.escape(LACKS_CONNECT), "other-python": OTHER_MINOR}
 
 
 def _rows_of(repl, command: str, pattern: str, what: str) -> str:
@@ -56,6 +52,9 @@ def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_ur
         assert done.returncode == 1, out + done.stderr
         assert "Missing: " + ("" if kind == "bare" else "python, ") + "foreachBatch, kafka, checkpoints." in out, out
         assert re.search(r"\| checkpoints +\| MISSING +\| no spark\.sql\.streaming\.checkpointLocation", out), out
+    # the default sink needs no Python there: this client sends the server its jar
+    assert re.search(r"\| bounded sink +\| ok +\| sent by this client \(sparkscope-sink\.jar, a session artifact\)",
+                     out), out
     if kind == "bare":
         assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out
         assert re.search(r"\| foreachBatch +\| MISSING +\| missing pandas, pyarrow, grpcio, grpcio-status, "
@@ -74,15 +73,13 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
     lacking = kind != "spark-4.0"
     repl.run('ticks = spark.readStream.format("rate").option("rowsPerSecond", 10).load()')
     out = repl.run(":start ticks")
+    # the bounded sink on every server: it runs in the JVM, sent as this session's artifact where it is not there
+    assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → bounded sink \(last 10,000 rows\), append mode", out), out
+    assert "warning:" not in out and "memory sink" not in out, out
     if lacking:
-        assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → memory sink, append mode", out), out
-        assert re.search(r"note: Spark's memory sink, not the bounded sink: " + FOREACH_BATCH_PROBLEM[kind] + r"\. It "
-                         r"keeps every row in the server's memory", out), out
         assert "note: no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query " \
                "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH" in out, out
-        assert "warning:" not in out  # the note says what the memory sink keeps; no second line says it again
     else:
-        assert re.search(r"Started ticks \(id [0-9a-f]{8}\) → bounded sink \([^)]*\), append mode", out), out
         assert "note:" not in out, out
     _rows_of(repl, ":peek ticks", r"\|\s*\S+ \S+\s*\|\s*\d+\s*\|", "rows in ticks")
     _rows_of(repl, ":progress ticks", r"\| ticks\s+\| \d+", "a batch of ticks")
@@ -92,14 +89,9 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
     repl.child.send("q")
     repl.prompt()
     again = repl.run(":start ticks2 ticks")
-    assert "→ memory sink" in again if lacking else "→ bounded sink" in again
+    assert "→ bounded sink" in again
     assert "note:" not in again  # said once per session
     assert repl.run(":stop ticks").strip().endswith("Stopped ticks")
-    if lacking:  # a sink the user asked for by name is not replaced: one line says why it cannot run
-        out = repl.run(":start kept ticks --keep 100")
-        assert re.fullmatch(r"error: The bounded sink runs Python on the server, and this server cannot: "
-                            + FOREACH_BATCH_PROBLEM[kind] + r"\. Leave out keep and the sink .*",
-                            out.strip().splitlines()[-1]), out
     session = repl.run(":session")
     assert re.search(r"\| server +\| Spark 4\.\d+\.\d+, Python 3\.\d+(\.\d+)?; " +
                      {"bare": "missing: foreachBatch, kafka, checkpoints \\(:server\\)",
@@ -107,11 +99,30 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
                       "spark-4.0": "everything sparkscope uses works"}[kind], session), session
     server = repl.run(":server")  # the table of sparkscope server check, in the REPL
     assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + r" +\|", server), server
+    assert re.search(r"\| bounded sink +\| ok +\|", server), server
     assert WORKER_FAILED not in out + again + session + server
     # a server that sparkscope did not start: its files are not this machine's to dbutils.fs
     assert re.fullmatch(r"error: dbutils\.fs works on the files of a server sparkscope runs on this machine; "
                         r"sc://localhost:\d+ is not one\. Use Python here: .*",
                         repl.run('dbutils.fs.rm("/tmp/anything", True)').strip().splitlines()[-1])
+    repl.run(":stop --all")
+
+
+def test_the_default_sink_keeps_at_most_what_it_keeps_on_every_server(repl):
+    """20,000 rows and more into a default :start keep 10,000 (or what --keep says), on the bare server too: there
+    is no unbounded fallback."""
+    repl.run('fast = spark.readStream.format("rate").option("rowsPerSecond", 25000).load()')
+    assert "→ bounded sink (last 10,000 rows)" in repl.run(":start fast")
+    assert "→ bounded sink (last 500 rows)" in repl.run(":start fast_kept fast --keep 500")
+    def rows_in(name: str) -> int:
+        said = repl.run(f"sum(p.input_rows for p in ss.recent_progress(ss.query('{name}'), last=100))")
+        last = said.strip().splitlines()[-1]
+        return int(last) if last.isdigit() else 0
+
+    for name in ("fast", "fast_kept"):
+        wait_for(lambda name=name: rows_in(name) >= 20_000, timeout=120, every=0.5, what=f"20,000 rows into {name}")
+    assert repl.run("spark.table('fast').count()").strip().splitlines()[-1] == "10000"
+    assert repl.run("spark.table('fast_kept').count()").strip().splitlines()[-1] == "500"
     repl.run(":stop --all")
 
 

@@ -20,6 +20,7 @@ it keeps starts again from its next batch.
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from pathlib import Path
@@ -32,6 +33,12 @@ BATCH_COLUMN = "__sparkscope_batch"
 SINK_CLASS = "sparkscope.sink.KeepNewest"
 JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope-sink.jar"
 RING_GONE = "SPARKSCOPE_RING_GONE"  # the sink's error when it keeps no rows of that name (KeepNewest.java)
+
+
+def ring_of(description: str) -> str | None:
+    """The ring a query writes to, from its sink's description in its progress ('sparkscope-keep-newest[RING]')."""
+    match = re.fullmatch(r"sparkscope-keep-newest\[(.+)\]", description.strip())
+    return match.group(1) if match else None
 
 
 def view_name(name: str) -> str:

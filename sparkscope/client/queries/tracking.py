@@ -10,6 +10,7 @@ from ..catalog import durable
 from ..catalog.records import FAILED, STOPPED, Record
 from ..errors import QueryNotFound, call, translated
 from ..logs import log, swallowed
+from . import bounded_sink
 from .planning import BOUNDED, FILE_SINKS, parse_keep, parse_trigger
 from ..monitoring.progress import Progress
 from .query import Query, QueryInfo
@@ -52,7 +53,8 @@ class QueryBook:
         with swallowed("reading the catalog"):
             record = self._s.catalog.get(self._s.url, name)
         if record is None or record.query_id != handle.id:
-            return Query(handle, name=name, sink=_sink_of(handle))
+            sink, ring = _sink_of(handle)
+            return Query(handle, name=name, sink=sink, view=ring)
         return Query(handle, name=name, sink=record.sink, mode=record.mode, trigger=parse_trigger(record.trigger),
                      checkpoint=record.checkpoint, path=record.path, table=record.table_name,
                      fmt=record.sink if record.sink in FILE_SINKS else None,
@@ -231,16 +233,20 @@ class QueryBook:
         return self._s.catalog.records(self._s.url)
 
 
-def _sink_of(handle: Any) -> str:
+def _sink_of(handle: Any) -> tuple[str, str | None]:
+    """The sink of a running query as its progress names it, and the bounded sink's ring (else None)."""
     try:
         last = handle.lastProgress
     except Exception:
         log.debug("could not read the sink of query %s", handle.id, exc_info=True)
-        return "unknown"
+        return "unknown", None
     if last is None:
-        return "unknown"
+        return "unknown", None
     description = str(last.sink.description)
+    ring = bounded_sink.ring_of(description)
+    if ring is not None:
+        return BOUNDED, ring
     for marker, sink in _SINK_NAMES:
         if marker in description:
-            return sink
-    return description.split("[")[0] or "unknown"
+            return sink, None
+    return description.split("[")[0] or "unknown", None

@@ -51,4 +51,4 @@ def test_the_ring_keeps_the_newest_rows_by_batch_time_and_partition(tmp_path):
                          capture_output=True, text=True, timeout=120)
     lines = ran.stdout.splitlines()
     assert [line for line in lines if not line.startswith("ok ")] == [] and ran.returncode == 0, ran.stderr[-2000:]
-    assert len(lines) == 10
+    assert len(lines) == 12

@@ -33,8 +33,12 @@ public final class KeepNewestCheck {
 
     /** The ring's rows as "id@batch", newest batch first. */
     static String kept(KeepNewest.Ring ring) {
+        return kept(ring, null, Integer.MAX_VALUE);
+    }
+
+    static String kept(KeepNewest.Ring ring, Long batch, int limit) {
         List<String> out = new ArrayList<>();
-        for (InternalRow row : ring.snapshot()) {
+        for (InternalRow row : ring.snapshot(batch, limit)) {
             out.add(row.getLong(0) + "@" + row.getLong(1));
         }
         return String.join(" ", out);
@@ -60,6 +64,8 @@ public final class KeepNewestCheck {
               "20@1 21@1 1@0 2@0", kept(ring));
         ring.commit(2, ids(30, 0));
         check("an empty batch keeps what was kept", "20@1 21@1 1@0 2@0", kept(ring));
+        check("a read of one batch", "1@0 2@0", kept(ring, 0L, Integer.MAX_VALUE));
+        check("a read with a limit takes the newest", "20@1 21@1 1@0", kept(ring, null, 3));
 
         KeepNewest.Ring timed = new KeepNewest.Ring(SCHEMA, 100, 60.0, false, () -> now[0]);
         timed.commit(0, ids(0, 2));

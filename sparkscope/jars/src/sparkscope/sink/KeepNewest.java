@@ -46,7 +46,10 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.LocalScan;
+import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
@@ -58,6 +61,8 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.execution.streaming.sources.MemoryWriterCommitMessage;
 import org.apache.spark.sql.execution.streaming.sources.MemoryWriterFactory;
 import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
+import org.apache.spark.sql.sources.EqualTo;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
@@ -169,7 +174,7 @@ public final class KeepNewest implements TableProvider {
                     commit((Long) call[1], (List<Row>) call[2]);
                     return null;
                 case "snapshot":
-                    return snapshot();
+                    return snapshot((Long) call[1], (Integer) call[2]);
                 default:
                     throw new IllegalArgumentException("a ring does not " + call[0]);
             }
@@ -209,14 +214,23 @@ public final class KeepNewest implements TableProvider {
             return seconds != null && now - chunk.arrived > seconds * 1000;
         }
 
-        /** The kept rows, newest batch first, each with its batch in the last column, as Spark's rows. */
-        synchronized InternalRow[] snapshot() {
+        /**
+         * The kept rows, newest batch first, each with its batch in the last column, as Spark's rows: only those of
+         * `batch` unless it is null, at most `limit` of them. Only what is returned is converted.
+         */
+        synchronized InternalRow[] snapshot(Long batch, int limit) {
             trim(clock.getAsLong());
             Function1<Object, Object> toSpark = CatalystTypeConverters.createToCatalystConverter(readSchema);
             List<InternalRow> out = new ArrayList<>();
             int width = schema.fields().length;
             for (Chunk chunk : chunks) {
+                if (batch != null && chunk.batch != batch) {
+                    continue;
+                }
                 for (Row row : chunk.rows) {
+                    if (out.size() >= limit) {
+                        return out.toArray(new InternalRow[0]);
+                    }
                     Object[] values = new Object[width + 1];
                     for (int i = 0; i < width; i++) {
                         values[i] = row.get(i);
@@ -279,9 +293,7 @@ public final class KeepNewest implements TableProvider {
 
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            InternalRow[] rows = options.getBoolean("forget", false) ? new InternalRow[0]
-                    : (InternalRow[]) ring(name).apply(new Object[] {"snapshot"});
-            return () -> new RingScan(rows, schema);
+            return new RingScanBuilder(options.getBoolean("forget", false) ? null : ring(name), schema);
         }
     }
 
@@ -371,6 +383,60 @@ public final class KeepNewest implements TableProvider {
         @Override
         public void abort(long epochId, WriterCommitMessage[] messages) {
             // nothing was kept: a batch's rows reach the ring only in its commit
+        }
+    }
+
+    /**
+     * A read of a ring. A limit (a peek's 20 rows) and an equality on the batch column (a tail's batch) are applied
+     * as the rows are taken, so a read converts no more rows than it returns; Spark applies both again after it.
+     */
+    static final class RingScanBuilder implements SupportsPushDownLimit, SupportsPushDownFilters {
+        private final Function<Object[], Object> ring;  // null: a read that forgets the ring
+        private final StructType schema;
+        private Long batch;
+        private int limit = Integer.MAX_VALUE;
+        private Filter[] pushed = new Filter[0];
+
+        RingScanBuilder(Function<Object[], Object> ring, StructType schema) {
+            this.ring = ring;
+            this.schema = schema;
+        }
+
+        @Override
+        public boolean pushLimit(int limit) {
+            this.limit = Math.min(this.limit, limit);
+            return true;
+        }
+
+        @Override
+        public boolean isPartiallyPushed() {
+            return true;
+        }
+
+        @Override
+        public Filter[] pushFilters(Filter[] filters) {
+            List<Filter> used = new ArrayList<>();
+            for (Filter filter : filters) {
+                if (filter instanceof EqualTo && BATCH_COLUMN.equals(((EqualTo) filter).attribute())
+                        && ((EqualTo) filter).value() instanceof Number) {
+                    batch = ((Number) ((EqualTo) filter).value()).longValue();
+                    used.add(filter);
+                }
+            }
+            pushed = used.toArray(new Filter[0]);
+            return filters;  // every filter is evaluated again after the scan
+        }
+
+        @Override
+        public Filter[] pushedFilters() {
+            return pushed;
+        }
+
+        @Override
+        public Scan build() {
+            InternalRow[] rows = ring == null ? new InternalRow[0]
+                    : (InternalRow[]) ring.apply(new Object[] {"snapshot", batch, limit});
+            return new RingScan(rows, schema);
         }
     }
 

@@ -175,15 +175,46 @@ def _first_line(text: str) -> str:
     return text.strip()
 
 
+_CODES = r"^(\s*(\((?:[a-z_$][\w$]*\.)*[A-Za-z_$][\w$]*\)|\[[A-Z0-9_.]+\]))+\s*"  # (org.x.Y) [CLASS] … at the start
+_SQLSTATE = r"\s*SQLSTATE: \w+.*$"
+
+
+def _without_codes(line: str) -> str:
+    """One line of an error without what names it for machines: the exception class or error condition in front
+    ('(org.apache.spark.X) ', '[STREAM_FAILED] '), and Spark's SQLSTATE after."""
+    return re.sub(_SQLSTATE, "", re.sub(_CODES, "", line.strip()))
+
+
 def _strip_sqlstate(text: str) -> str:
-    # pyspark puts the name of a server exception it has no class for first: "(org.apache.spark.X) …"
-    text = re.sub(r"^\((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*\)\s*", "", text.strip())
-    text = re.sub(r"\s*SQLSTATE: \w+", "", text)
+    """An error's first line as a sentence: no codes, no SQL positions, no error condition anywhere in it."""
+    text = _without_codes(text)
     text = re.sub(r"[;.]*\s*line \d+ pos \d+;?$", "", text.strip())
     text = re.sub(r"\.?\s*\(line \d+, pos \d+\)", "", text)
     text = text.replace(".;", ".")
     text = re.sub(_ERROR_CLASS, "", text, count=1).strip()
     return text.rstrip(";. ")
+
+
+def summarise_error(text: str) -> str:
+    """The first meaningful line of a query exception, without JVM class prefixes. For a failure inside
+    Python (a foreachBatch function, or a Python data source such as sparkscope's Kafka source), the Python
+    exception its traceback ends with."""
+    foreign = foreign_checkpoint(text)
+    if foreign is not None:
+        return f"{foreign}; {FOREIGN_CHECKPOINT_HINT[0].lower()}{FOREIGN_CHECKPOINT_HINT[1:]}"
+    raised = python_raised(text)
+    if raised is not None:
+        text = raised
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("===", "JVM stacktrace", "at ")):
+            continue
+        for prefix in ("org.apache.spark.", "java.lang.", "pyspark.errors."):
+            if line.startswith(prefix) and ": " in line:
+                line = line.split(": ", 1)[1]
+        line = re.sub(r"^Query \[id = [^\]]*\] terminated with exception:\s*", "", _without_codes(line))
+        return _without_codes(line)[:300]
+    return text.strip()[:300]
 
 
 # Spark's conditions for what a query or stream cannot do, as opposed to a wrong name or type

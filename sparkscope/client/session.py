@@ -25,7 +25,7 @@ from .connection.probe import probe
 from .queries.bounded_sink import BoundedSink
 from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
-from .queries.rows import Rows
+from .rows import Rows
 from .queries.sink_reading import SinkReader
 from .queries.starting import CheckpointUser, QueryStarter
 from .queries.tracking import QueryBook

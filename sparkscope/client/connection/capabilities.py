@@ -168,7 +168,7 @@ class Capabilities:
                   "" if self.python_problem() is None else python_fix),
             Check("bounded sink", self.sink_problem is None, self.sink_found if self.sink_problem is None else
                   f"not loaded: {self.sink_problem}",
-                  "the default sink of append and update streams: the newest rows, bounded (:peek, :tail, display())",
+                  "the default sink of append and update streams: the newest rows, bounded (peek, tail, display())",
                   "" if self.sink_problem is None else "start queries with --sink memory (every row is kept), or add "
                   "sparkscope's jar (sparkscope/jars/sparkscope-sink.jar) to the server's class path"),
             Check("foreachBatch", self.foreach_batch_problem() is None,

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 from ..logs import swallowed
 from .progress import Progress
-from ..queries.query import Query, summarise_error
+from ..errors import summarise_error
+from ..queries.query import Query
 from ..connection.remote import Target
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger

@@ -181,7 +181,7 @@ CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_se
 
 def write_history(history: list[Progress], path: str | Path) -> int:
     """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count."""
-    from ..queries.rows import open_export
+    from ..rows import open_export
 
     with open_export(path) as out:
         suffix = Path(out.name).suffix.lower()

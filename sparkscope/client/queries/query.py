@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._pyspark import query_explain_string
 from ..catalog.checkpoints import WRITE_FAILURES, Resumption, no_space_at
-from ..errors import (FOREIGN_CHECKPOINT_HINT, QueryFailed, SparkscopeError, call, foreign_checkpoint, python_raised,
+from ..errors import (QueryFailed, SparkscopeError, call, summarise_error,
                       session_closed, translate)
 from .planning import Retention, Trigger
 from ..monitoring.progress import Progress
@@ -237,29 +236,3 @@ class Query:
             error=error, checkpoint=self.checkpoint, keep=str(self.keep) if self.keep else None,
             behind=last.offsets_behind if last else None,
         )
-
-
-def summarise_error(text: str) -> str:
-    """The first meaningful line of a query exception, without JVM class prefixes. For a failure inside
-    Python (a foreachBatch function, the bounded sink's too, or a Python data source such as sparkscope's
-    Kafka source), the Python exception its traceback ends with."""
-    foreign = foreign_checkpoint(text)
-    if foreign is not None:
-        return f"{foreign}; {FOREIGN_CHECKPOINT_HINT[0].lower()}{FOREIGN_CHECKPOINT_HINT[1:]}"
-    raised = python_raised(text)
-    if raised is not None:
-        text = raised
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("===", "JVM stacktrace", "at ")):
-            continue
-        for prefix in ("org.apache.spark.", "java.lang.", "pyspark.errors."):
-            if line.startswith(prefix) and ": " in line:
-                line = line.split(": ", 1)[1]
-        tags = r"^(\s*(\([A-Z_]+\)|\[[A-Z0-9_.]+\]))+\s*"
-        line = re.sub(tags, "", line)
-        line = re.sub(r"^Query \[id = [^\]]*\] terminated with exception:\s*", "", line)
-        line = re.sub(tags, "", line)
-        line = re.sub(r"\s*SQLSTATE: \w+.*$", "", line)
-        return line[:300]
-    return text.strip()[:300]

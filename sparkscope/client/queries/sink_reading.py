@@ -13,7 +13,7 @@ from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, tra
 from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
-from .rows import Rows, fetch
+from ..rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SparkscopeError, UnsupportedOperation, translate
 from ..monitoring.monitor import Event
-from .rows import Rows, fetch
+from ..rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from .query import Query

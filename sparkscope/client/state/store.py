@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
     from ..queries.query import Query
-    from ..queries.rows import Rows
+    from ..rows import Rows
 
 
 class StatefulSession(Protocol):
@@ -285,7 +285,7 @@ def state_info(session: StatefulSession, name: str) -> tuple[StateOf, list[tuple
 
 def fetch_state(session: StatefulSession, name: str, df: DataFrame, n: int) -> Rows:
     """Up to `n` rows of a state DataFrame, a failure to read the checkpoint told in one line."""
-    from ..queries.rows import fetch
+    from ..rows import fetch
 
     try:
         return fetch(df, n)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...client.queries.rows import export_path, write_rows
+from ...client.rows import export_path, write_rows
 from ...client.state.store import fetch_state
 from .streams import int_option
 from .registry import Arg, Complete, Options, UsageError, command, flag, valued

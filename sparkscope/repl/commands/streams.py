@@ -175,7 +175,7 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
          options=(valued("where", "EXPR"), valued("order", "\"COL [desc],…\""), flag("vertical"),
                   valued("export", "FILE.csv|FILE.jsonl")))
 def peek(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    from ...client.queries.rows import export_path, write_rows
+    from ...client.rows import export_path, write_rows
 
     n = int_option(args[1], "rows") if len(args) > 1 else 20
     order_text = opts.text("order")

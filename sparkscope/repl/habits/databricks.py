@@ -13,7 +13,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ...client.errors import FileOperationFailed
-from ...client.queries.rows import fetch
+from ...client.rows import fetch
 from .pyspark import free_query_name
 from ..commands.registry import UsageError
 from ..output.render import render

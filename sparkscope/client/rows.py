@@ -40,7 +40,7 @@ class Rows:
 
 def export_path(path: str | Path) -> Path:
     """Check an export file name: its suffix says the format (JSON lines or CSV), its folder exists."""
-    from ..errors import ConfigError
+    from .errors import ConfigError
 
     target = Path(path).expanduser()
     if target.suffix.lower() not in EXPORT_SUFFIXES:
@@ -54,7 +54,7 @@ def export_path(path: str | Path) -> Path:
 def open_export(path: str | Path) -> IO[str]:
     """The export file, opened for writing (after export_path's checks); one clear error when the
     system refuses it (a folder that cannot be written, a full disk, a name that is a folder)."""
-    from ..errors import ConfigError
+    from .errors import ConfigError
 
     target = export_path(path)
     try:

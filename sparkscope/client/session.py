@@ -21,6 +21,7 @@ from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
                      SparkscopeError, call, explain_unreachable, session_closed, translate,
                      translated)
+from .connection.credentials import channel_credentials
 from .connection.probe import probe
 from .queries.bounded_sink import BoundedSink
 from .queries.dataframes import is_dataframe
@@ -119,15 +120,10 @@ class Session:
                                  bounded_sink=lambda: self._bounded_sink.load())
         self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
         self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
-        self._queries: dict[str, Query] = {}
-        self._started_here: set[str] = set()  # ids of the queries this process started (not found)
-        self._lock = threading.RLock()
         self._closed = False
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
-        self._monitor: Monitor | None = None
         self.catalog = Catalog.in_home(server_home)
-        self._batch_recorded: dict[str, float] = {}
         self._stop_explaining: Callable[[], None] = lambda: None
         self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._book = QueryBook(self)
@@ -149,7 +145,7 @@ class Session:
         """Whether this session existed before we attached: our marker, or queries of its own."""
         if call(self.spark.conf.get, SESSION_MARKER, None):
             return True
-        return bool(self._queries)
+        return bool(self._book.known_queries())
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -340,7 +336,9 @@ class Session:
         hold_process_settings()  # released when it closes
         try:
             with translated():
-                spark = session_builder(target.url(with_token=True), target.root_certificates()).create()
+                certificates = target.root_certificates()
+                spark = session_builder(target.url(with_token=True), None if certificates is None else
+                                        lambda token: channel_credentials(token, certificates)).create()
         except BaseException:
             release_process_settings()
             raise
@@ -548,7 +546,7 @@ class Session:
         release_process_settings()
         self._stop_explaining()
         deadline = time.monotonic() + CLOSE_DEADLINE
-        answered = self._monitor.close(timeout=CLOSE_DEADLINE / 2) if self._monitor is not None else True
+        answered = self._book.close_monitor(timeout=CLOSE_DEADLINE / 2)
         if not stop_queries:
             keep_session_on_close(self.spark)
         steps: list[tuple[Callable[[], object], str]] = (

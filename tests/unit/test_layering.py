@@ -151,3 +151,97 @@ def test_the_sdk_quotes_no_repl_command():
                     and colon_command.search(node.value)):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert offenders == []
+
+
+def _defined_privately(cls: ast.ClassDef) -> set[str]:
+    """The private names a class defines: its methods and the attributes its methods set on self."""
+    names = {node.name for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    names |= {target.id for node in cls.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+              for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+              if isinstance(target, ast.Name)}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and ast.unparse(node.value) == "self":
+            names.add(node.attr)
+    return {name for name in names if name.startswith("_")}
+
+
+def test_no_object_of_sparkscope_reaches_into_another_s_private_state():
+    """Each part owns its state: a private name is used through self, or inside the class that defines it (a
+    classmethod making one, a listener nested in its monitor); pyspark's private names are the adapter's alone."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if ADAPTER in path.parents:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        allowed: dict[int, set[str]] = {}  # id of an access node -> the private names its enclosing classes define
+
+        def visit(node: ast.AST, defined: set[str]) -> None:
+            if isinstance(node, ast.ClassDef):
+                defined = defined | _defined_privately(node)
+            allowed[id(node)] = defined
+            for child in ast.iter_child_nodes(node):
+                visit(child, defined)
+
+        visit(tree, set())
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and ast.unparse(node.value) not in ("self", "cls") and node.attr not in allowed[id(node)]):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}")
+    assert offenders == [], "ask the owner through a public method:\n" + "\n".join(offenders)
+
+
+# The folders of the SDK, lowest first: a module imports only from its own folder or a lower one. The modules at
+# the top of client/ are the base (errors, logs, paths, rows …), below everything; session.py is the top.
+CLIENT_LAYERS = {"(base)": 0, "_pyspark": 1, "connection": 2, "kafka": 3, "catalog": 4, "state": 5, "monitoring": 5,
+                 "queries": 6, "(session)": 7}
+
+
+def _client_layer(path: Path) -> str:
+    parts = path.relative_to(PACKAGE / "client").parts
+    if len(parts) > 1:
+        return parts[0]
+    return "(session)" if parts[0] in ("session.py", "__init__.py") else "(base)"
+
+
+def _client_target(path: Path, node: ast.ImportFrom) -> Path | None:
+    """The module or folder of client/ that a relative (or sparkscope.client…) import names, else None."""
+    if node.level:
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        target = base.joinpath(*(node.module or "").split(".")) if node.module else base / node.names[0].name
+    elif (node.module or "").startswith("sparkscope.client"):
+        target = PACKAGE.parent.joinpath(*(node.module or "").split("."))
+    else:
+        return None
+    client = PACKAGE / "client"
+    if client != target and client not in target.parents:
+        return None
+    return target if target.is_dir() else target.with_suffix(".py")
+
+
+def test_the_sdk_s_folders_import_only_the_ones_below_them():
+    offenders = []
+    for path in (PACKAGE / "client").rglob("*.py"):
+        mine = _client_layer(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _client_target(path, node)
+            if target is None or target == PACKAGE / "client":
+                continue
+            theirs = _client_layer(target if target.suffix else target / "__init__.py")
+            if theirs != mine and CLIENT_LAYERS[theirs] >= CLIENT_LAYERS[mine]:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} ({mine}) imports {theirs}")
+    assert offenders == [], ("connection → kafka → catalog → state, monitoring → queries → session, never back:\n"
+                             + "\n".join(offenders))
+
+
+def test_the_folder_rule_sees_an_import_that_runs_back_up(tmp_path):
+    """The rule above is not vacuous: an import of queries from catalog is what it finds."""
+    module = PACKAGE / "client" / "catalog" / "records.py"
+    node = ast.parse("from ..queries.query import Query").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    target = _client_target(module, node)
+    assert target is not None and _client_layer(target) == "queries"
+    assert CLIENT_LAYERS["queries"] > CLIENT_LAYERS[_client_layer(module)]

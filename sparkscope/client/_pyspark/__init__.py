@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from ..connection.credentials import channel_credentials
 from .hooks import (ReaderSettings, SaveSettings, WriterSettings, builder_options, connect_builder_create,
                     connect_readers, connect_save_method, connect_start_method, intercept, own_calls, pyspark_classes)
 
@@ -80,22 +80,24 @@ def make_active(spark: Any) -> None:
     SparkSession._active_session.session = spark
 
 
-def session_builder(url: str, root_certificates: bytes | None = None) -> Any:
-    """SparkSession.builder for `url`. With `root_certificates` (PEM), a DefaultChannelBuilder (public,
-    3.5+) whose TLS channel trusts exactly those CAs instead of gRPC's default roots, for a cluster
-    behind a TLS proxy with a private CA. Its toChannel mirrors DefaultChannelBuilder.toChannel and calls
-    ChannelBuilder._secure_channel (private, 4.3.0) so pyspark's channel options still apply."""
+def session_builder(url: str, tls_credentials: Callable[[str | None], Any] | None = None) -> Any:
+    """SparkSession.builder for `url`. With `tls_credentials` (the channel's credentials for a token: trusting a
+    private CA, connection/credentials.py), a DefaultChannelBuilder (public, 3.5+) whose TLS channel uses them
+    instead of gRPC's default roots, for a cluster behind a TLS proxy with a private CA. Its toChannel mirrors
+    DefaultChannelBuilder.toChannel and calls ChannelBuilder._secure_channel (private, 4.3.0) so pyspark's channel
+    options still apply."""
     from pyspark.sql.connect.client.core import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
-    if root_certificates is None:
+    if tls_credentials is None:
         return SparkSession.builder.remote(url)
+    credentials = tls_credentials
 
     class TrustingChannelBuilder(DefaultChannelBuilder):
         def toChannel(self) -> Any:  # noqa: N802 - pyspark's name
             if not self.use_ssl:
                 return super().toChannel()  # the CA only matters for TLS
-            return self._secure_channel(self.endpoint, channel_credentials(self.token, root_certificates))
+            return self._secure_channel(self.endpoint, credentials(self.token))
 
     return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
 

@@ -3,6 +3,7 @@ the server keeps an idle session, and forgetting a record. Session's methods of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .._pyspark import plan_bytes, plan_fields
@@ -11,8 +12,20 @@ from .checkpoints import made_by_sparkscope
 from .records import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
 from ..errors import ConfigError, UnsupportedOperation, call
 from ..logs import log, swallowed
-from ..queries.query import Query
 from ..connection.remote import Target
+
+
+class RecordedQuery(Protocol):
+    """What forgetting and finding lost queries read of a query (queries/query.py's Query)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
 
 
 class CatalogedSession(Protocol):
@@ -31,11 +44,11 @@ class CatalogedSession(Protocol):
     @property
     def checkpoint_root(self) -> str | None: ...
 
-    def running(self) -> list[Query]: ...
+    def running(self) -> Sequence[RecordedQuery]: ...
 
     def running_in(self, other_session: str) -> set[str] | None: ...
 
-    def known_queries(self) -> list[Query]: ...
+    def known_queries(self) -> Sequence[RecordedQuery]: ...
 
 
 def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | None]:

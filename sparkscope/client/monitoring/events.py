@@ -7,14 +7,13 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..logs import swallowed
 from .progress import Progress
 from ..errors import summarise_error
-from ..queries.query import Query
 from ..connection.remote import Target
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger
@@ -23,6 +22,38 @@ HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigge
 HISTORY_SECONDS = 10 * 60
 HISTORY_BYTES = 2 * 2**20
 NOTICES_KEPT = 100
+
+
+class QueryFailure(Protocol):
+    @property
+    def short(self) -> str: ...
+
+    @property
+    def full(self) -> str: ...
+
+
+class WatchedQuery(Protocol):
+    """What the monitor reads of a query (queries/query.py's Query)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def progress(self) -> Progress | None: ...
+
+    @property
+    def history(self) -> list[Progress]: ...
+
+    @property
+    def exception(self) -> QueryFailure | None: ...
+
+    @property
+    def final_error(self) -> QueryFailure | None: ...
+
+    def known_state(self) -> str | None: ...
 
 
 class WatchedSession(Protocol):
@@ -34,9 +65,9 @@ class WatchedSession(Protocol):
     @property
     def url(self) -> str: ...
 
-    def running(self) -> list[Query]: ...
+    def running(self) -> Sequence[WatchedQuery]: ...
 
-    def known_queries(self) -> list[Query]: ...
+    def known_queries(self) -> Sequence[WatchedQuery]: ...
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,41 @@
-"""What the parts of a Session (QueryBook, SinkReader, QueryStarter) use of the Session that holds them: its
-shared state, and what the catalog, state and monitoring functions they call are handed."""
+"""What the parts of a Session (QueryBook, SinkReader, QueryStarter) use of the Session that holds them: its public
+face only. Each part owns its own state (the book its queries, their lock and the monitor); this is what they share,
+and what the catalog, state and monitoring functions they call are handed (their own Protocols are narrower)."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..catalog.durable import CatalogedSession
-from ..monitoring.events import WatchedSession
-from ..state.store import StatefulSession
-
 if TYPE_CHECKING:  # pragma: no cover
+    from ..catalog.records import Catalog
     from ..connection.capabilities import ServerFacts
+    from ..connection.remote import Target
     from ..kafka.connector import KafkaSupport
-    from ..monitoring.monitor import Monitor
     from .query import Query
 
 
-class OwningSession(CatalogedSession, StatefulSession, WatchedSession, Protocol):
+class OwningSession(Protocol):
+    spark: Any
+    catalog: Catalog
+    target: Target
     facts: ServerFacts
     kafka: KafkaSupport
-    _queries: dict[str, Query]  # every query this process knows in the session, by id
-    _monitor: Monitor | None
-    _started_here: set[str]  # ids of the queries this process started (not found)
-    _batch_recorded: dict[str, float]  # when each query's last batch was written to the catalog
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def checkpoint_root(self) -> str | None: ...
 
     def on_embedded_server(self) -> bool: ...
 
-    @property
-    def _lock(self) -> contextlib.AbstractContextManager[Any]:
-        """Guards _queries and _monitor."""
+    def running_in(self, other_session: str) -> set[str] | None: ...
+
+    def query(self, name_or_id: str | Query) -> Query: ...
+
+    def running(self) -> list[Query]: ...
+
+    def known_queries(self) -> list[Query]: ...

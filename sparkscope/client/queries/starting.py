@@ -315,9 +315,7 @@ class QueryStarter:
         query.on_end = self._book.ended
         query.restart_note = problem
         query.files_here = self._s.target.on_this_machine
-        with self._s._lock:
-            self._s._queries[query.id] = query
-            self._s._started_here.add(query.id)
+        self._book.add(query, started_here=True)
         if not record:
             return query
         try:
@@ -349,9 +347,7 @@ class QueryStarter:
         """A query that fails as it starts (a checkpoint it cannot read) can end before this process registers
         it: its end was heard when there was no query to record it for, and the record just written says it
         runs. When the monitor heard it end, Spark is asked (one RPC), and reading its state records its end."""
-        with self._s._lock:
-            monitor = self._s._monitor
-        track = monitor.track(query.id) if monitor is not None else None
+        track = self._book.track(query.id)
         if track is not None and track.id == query.id and track.state != "active":
             with swallowed(f"checking whether {query.name} ended as it started"):
                 query.state  # noqa: B018 - reading it records a query's end in the catalog (Query.on_end)

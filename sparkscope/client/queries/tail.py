@@ -16,15 +16,28 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import SparkscopeError, UnsupportedOperation, translate
 from ..monitoring.monitor import Event
 from ..rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+    from ..monitoring.monitor import Monitor
     from .query import Query
-    from ..session import Session
+
+
+class TailedSession(Protocol):
+    """What a tail uses of a Session."""
+
+    spark: Any
+
+    @property
+    def monitor(self) -> Monitor: ...
+
+    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame: ...
 
 
 CONTINUOUS_POLL_MIN = 0.5  # seconds: the shortest interval a continuous query's epochs are looked for at
@@ -50,7 +63,7 @@ class TailBatch:
 
 
 class Tail:
-    def __init__(self, session: Session, query: Query, on_batch: Callable[[TailBatch], None],
+    def __init__(self, session: TailedSession, query: Query, on_batch: Callable[[TailBatch], None],
                  on_error: Callable[[str], None] | None = None, limit: int = 20, empty: bool = False):
         if query.sink != "memory" and not query.view:
             raise UnsupportedOperation(f"{query.name} writes to a {query.sink} sink; only queries of the default "

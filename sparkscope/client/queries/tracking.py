@@ -3,6 +3,7 @@ catalog says of them."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from ..monitoring.progress import Progress
 from .query import Query, QueryInfo
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..monitoring.events import Track
     from ..monitoring.monitor import Monitor
     from .owner import OwningSession
 
@@ -25,25 +27,51 @@ _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), 
 
 
 class QueryBook:
-    """The queries a Session knows: the ones it started, the ones it finds running, their progress, and what the catalog says of them."""
+    """The queries a Session knows: the ones it started, the ones it finds running, their progress, and what the
+    catalog says of them. It owns them, their lock and the monitor that listens to them; the starter and the reader
+    of the Session ask it through its methods."""
 
     def __init__(self, session: OwningSession) -> None:
-        self._s = session
+        self._s = session  # its public face: spark, catalog, url, target (and what the catalog functions need)
+        self._queries: dict[str, Query] = {}  # every query this process knows in the session, by id
+        self._started_here: set[str] = set()  # ids of the queries this process started (not found)
+        self._lock = threading.RLock()
+        self._monitor: Monitor | None = None
+        self._batch_recorded: dict[str, float] = {}  # when each query's last batch was written to the catalog
+
+    def add(self, query: Query, *, started_here: bool) -> None:
+        """Know `query` from now on; `started_here`: this process started it (it did not find it running)."""
+        with self._lock:
+            self._queries[query.id] = query
+            if started_here:
+                self._started_here.add(query.id)
+
+    def track(self, query_id: str) -> Track | None:
+        """What the monitor heard of a query, without an RPC; None when no monitor listens (or it heard nothing)."""
+        with self._lock:
+            monitor = self._monitor
+        return monitor.track(query_id) if monitor is not None else None
+
+    def close_monitor(self, timeout: float) -> bool:
+        """Stop listening; False when the server did not answer within `timeout` (nothing more should be asked)."""
+        with self._lock:
+            monitor = self._monitor
+        return monitor.close(timeout=timeout) if monitor is not None else True
 
     # -- looking up -----------------------------------------------------------------------------
     def adopt_active(self) -> list[Query]:
         """Register queries running in this session that sparkscope did not start (user code, reattach)."""
         active = call(lambda: self._s.spark.streams.active)
-        with self._s._lock:
+        with self._lock:
             for handle in active:
-                known = self._s._queries.get(handle.id)
+                known = self._queries.get(handle.id)
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
                     query = self._adopted(handle)
                     query.on_end = self.ended
                     query.files_here = self._s.target.on_this_machine
-                    self._s._queries[handle.id] = query
+                    self._queries[handle.id] = query
             active_ids = {h.id for h in active}
-        return [q for q in self._s._queries.values() if q.id in active_ids]
+        return [q for q in self._queries.values() if q.id in active_ids]
 
     def _adopted(self, handle: Any) -> Query:
         """A Query for a running handle this process did not start: what the catalog recorded of it
@@ -72,8 +100,8 @@ class QueryBook:
             return name_or_id
         key = str(name_or_id)
         active = self.adopt_active()
-        with self._s._lock:
-            everything = active + [q for q in reversed(list(self._s._queries.values())) if q not in active]
+        with self._lock:
+            everything = active + [q for q in reversed(list(self._queries.values())) if q not in active]
         for query in everything:
             if query.name == key or query.id == key:
                 return query
@@ -87,7 +115,7 @@ class QueryBook:
 
     def live_monitor(self) -> Monitor | None:
         """The monitor, while its event stream is heard from; None means: ask the server."""
-        monitor = self._s._monitor
+        monitor = self._monitor
         if monitor is None or monitor.mode != "listener" or monitor.silent:
             return None
         return monitor
@@ -100,8 +128,8 @@ class QueryBook:
         queries of this server follow: stopped, failed and lost ones, from earlier sessions too.
         """
         active = {q.id for q in self.adopt_active()}
-        with self._s._lock:
-            known = list(self._s._queries.values())
+        with self._lock:
+            known = list(self._queries.values())
         monitor = self.live_monitor()
         infos = []
         for query in known:
@@ -124,12 +152,12 @@ class QueryBook:
 
     def started_here(self, query: Query) -> bool:
         """Whether this process started `query` (not found it: reattached, or another client's)."""
-        return query.id in self._s._started_here
+        return query.id in self._started_here
 
     def known_queries(self) -> list[Query]:
         """The queries this process knows of in this session, without an RPC (for completion, alerts)."""
-        with self._s._lock:
-            return list(self._s._queries.values())
+        with self._lock:
+            return list(self._queries.values())
 
     def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
         """The progress of the query's last `last` batches (or of its latest one): from the monitor when
@@ -143,11 +171,11 @@ class QueryBook:
     def active_count(self) -> int:
         """How many of this session's queries run, as far as this process knows, without an RPC: the
         monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
-        monitor = self._s._monitor
+        monitor = self._monitor
         if monitor is not None and monitor.mode != "stopped":
             return sum(1 for track in monitor.tracks() if track.state == "active")
-        with self._s._lock:
-            return sum(1 for query in self._s._queries.values() if query.known_state() is None)
+        with self._lock:
+            return sum(1 for query in self._queries.values() if query.known_state() is None)
 
     # -- managing -------------------------------------------------------------------------------
     def stop_all(self) -> list[str]:
@@ -168,10 +196,10 @@ class QueryBook:
         """Forget stopped and failed queries; returns how many were forgotten."""
         call(self._s.spark.streams.resetTerminated)
         active_ids = {q.id for q in self.adopt_active()}
-        with self._s._lock:
-            gone = [qid for qid in self._s._queries if qid not in active_ids]
+        with self._lock:
+            gone = [qid for qid in self._queries if qid not in active_ids]
             for qid in gone:
-                del self._s._queries[qid]
+                del self._queries[qid]
         return len(gone)
 
     @property
@@ -179,11 +207,11 @@ class QueryBook:
         """Live progress of every query of this session, pushed by a listener (started on first use)."""
         from ..monitoring.monitor import Monitor
 
-        with self._s._lock:
-            if self._s._monitor is None:
-                self._s._monitor = Monitor(self._s)
-                self._s._monitor.subscribe(self._on_monitor_event)
-            monitor = self._s._monitor
+        with self._lock:
+            if self._monitor is None:
+                self._monitor = Monitor(self._s)
+                self._monitor.subscribe(self._on_monitor_event)
+            monitor = self._monitor
         # not under the session's lock: the monitor's first look at the running queries needs it
         return monitor.start()
 
@@ -198,13 +226,13 @@ class QueryBook:
         """Keep the catalog's last batch (at most every few seconds per query) and endings current."""
         if event.kind == "progress" and event.progress is not None and event.query_id:
             now = time.monotonic()
-            if now - self._s._batch_recorded.get(event.query_id, 0.0) >= BATCH_RECORD_EVERY:
-                self._s._batch_recorded[event.query_id] = now
+            if now - self._batch_recorded.get(event.query_id, 0.0) >= BATCH_RECORD_EVERY:
+                self._batch_recorded[event.query_id] = now
                 with swallowed("recording a batch in the catalog"):
                     self._s.catalog.record_batch(self._s.url, event.query_id, event.progress.batch_id)
         elif event.kind == "terminated" and event.query_id:
-            with self._s._lock:
-                query = self._s._queries.get(event.query_id)
+            with self._lock:
+                query = self._queries.get(event.query_id)
             if query is not None:
                 with swallowed("recording the end of a query in the catalog"):
                     self._s.catalog.record_end(self._s.url, query.name, FAILED if event.error else STOPPED,

@@ -5,6 +5,7 @@ running, stopped, failed and lost queries alike, since it needs only the checkpo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.records import Catalog
@@ -14,8 +15,17 @@ from .columns import flatten_change, flattened_columns
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-    from ..queries.query import Query
     from ..rows import Rows
+
+
+class StatefulQuery(Protocol):
+    """What reading the state uses of a query (queries/query.py's Query): where its checkpoint is."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def checkpoint(self) -> str | None: ...
 
 
 class StatefulSession(Protocol):
@@ -25,9 +35,9 @@ class StatefulSession(Protocol):
     @property
     def url(self) -> str: ...
 
-    def query(self, name_or_id: str | Query) -> Query: ...
+    def query(self, name_or_id: str) -> StatefulQuery: ...
 
-    def known_queries(self) -> list[Query]: ...
+    def known_queries(self) -> Sequence[StatefulQuery]: ...
 
 
 @dataclass(frozen=True)

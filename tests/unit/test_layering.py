@@ -165,6 +165,19 @@ def _defined_privately(cls: ast.ClassDef) -> set[str]:
     return {name for name in names if name.startswith("_")}
 
 
+def _enclosing_definitions(tree: ast.AST) -> dict[int, set[str]]:
+    """For each node (by id): the private names the classes around it define."""
+    allowed: dict[int, set[str]] = {}
+    pending: list[tuple[ast.AST, set[str]]] = [(tree, set())]
+    while pending:
+        node, defined = pending.pop()
+        if isinstance(node, ast.ClassDef):
+            defined = defined | _defined_privately(node)
+        allowed[id(node)] = defined
+        pending.extend((child, defined) for child in ast.iter_child_nodes(node))
+    return allowed
+
+
 def test_no_object_of_sparkscope_reaches_into_another_s_private_state():
     """Each part owns its state: a private name is used through self, or inside the class that defines it (a
     classmethod making one, a listener nested in its monitor); pyspark's private names are the adapter's alone."""
@@ -173,16 +186,7 @@ def test_no_object_of_sparkscope_reaches_into_another_s_private_state():
         if ADAPTER in path.parents:
             continue
         tree = ast.parse(path.read_text(), str(path))
-        allowed: dict[int, set[str]] = {}  # id of an access node -> the private names its enclosing classes define
-
-        def visit(node: ast.AST, defined: set[str]) -> None:
-            if isinstance(node, ast.ClassDef):
-                defined = defined | _defined_privately(node)
-            allowed[id(node)] = defined
-            for child in ast.iter_child_nodes(node):
-                visit(child, defined)
-
-        visit(tree, set())
+        allowed = _enclosing_definitions(tree)
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and ast.unparse(node.value) not in ("self", "cls") and node.attr not in allowed[id(node)]):

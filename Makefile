@@ -20,7 +20,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
+.PHONY: sink-jar run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -101,11 +101,16 @@ soak: $(BENCHSTAMP)
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check sparkscope tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest tests/unit/test_house.py tests/unit/test_layering.py -q
+	$(BIN)/python -m pytest tests/unit/test_house.py tests/unit/test_layering.py tests/unit/test_public_api.py tests/unit/test_docs.py -q
 
 # the command table of docs/repl.md, from the registry (make test fails when they drift apart)
 docs: $(STAMP)
 	$(BIN)/python scripts/command_reference.py
+	$(BIN)/python scripts/api_reference.py
+
+# sparkscope/jars/sparkscope-sink.jar from its source (needs a JDK; the jar is committed, users need only a JRE)
+sink-jar: $(STAMP)
+	$(BIN)/python scripts/build_sink_jar.py
 
 server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop

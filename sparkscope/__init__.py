@@ -17,12 +17,17 @@ from .client import __all__ as _ERRORS
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client.queries.query import Query
+    from .client.monitoring.progress import Progress
+    from .client.queries.query import Query, QueryInfo
+    from .client.rows import Rows
     from .client.session import Session
     from .server.connecting import connect
+    from .server.local import LocalServer
 
-_LAZY = {"connect": "server.connecting", "Session": "client.session", "Query": "client.query",
-         "Progress": "client.progress", "Rows": "client.rows", "LocalServer": "server.local"}
+# where each lazily loaded name of the API lives (tests/unit/test_public_api.py imports every one)
+_LAZY = {"connect": "server.connecting", "Session": "client.session", "Query": "client.queries.query",
+         "QueryInfo": "client.queries.query", "Progress": "client.monitoring.progress", "Rows": "client.rows",
+         "LocalServer": "server.local"}
 
 
 def __getattr__(name: str) -> Any:
@@ -34,5 +39,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 
 
-# LocalServer, Progress, Query, Rows, Session and connect load lazily through __getattr__ above.
-__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "Rows", "Session", "__version__", "connect"]  # noqa: F405
+# LocalServer, Progress, Query, QueryInfo, Rows, Session and connect load lazily through __getattr__ above.
+__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "QueryInfo", "Rows", "Session", "__version__",  # noqa: F405
+           "connect"]

@@ -251,6 +251,21 @@ OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): 
             "sparkscope server start --driver-memory 8g")
 
 
+def _is_grpc(exc: BaseException) -> bool:
+    """A failure gRPC raised itself (a raw RpcError that pyspark passed on)."""
+    import grpc
+
+    return isinstance(exc, grpc.RpcError)
+
+
+def _is_pyspark(exc: BaseException, *kinds: str) -> bool:
+    """A failure pyspark raised; with `kinds`, one of those classes of pyspark.errors (by isinstance)."""
+    import pyspark.errors
+
+    classes = tuple(getattr(pyspark.errors, kind) for kind in kinds) or (pyspark.errors.PySparkException,)
+    return isinstance(exc, classes)
+
+
 def _status_code(exc: BaseException) -> str | None:
     """The gRPC status code's name of a failure: pyspark's getGrpcStatusCode(), or a raw grpc.RpcError's code(),
     of the exception or of what caused it (pyspark's RETRIES_EXCEEDED carries the last RpcError as its cause)."""
@@ -259,7 +274,7 @@ def _status_code(exc: BaseException) -> str | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         getter = getattr(current, "getGrpcStatusCode", None)
-        if not callable(getter) and type(current).__module__.startswith("grpc"):
+        if not callable(getter) and _is_grpc(current):
             getter = getattr(current, "code", None)
         if callable(getter):
             try:
@@ -268,7 +283,7 @@ def _status_code(exc: BaseException) -> str | None:
                 name = None
             if name and name not in ("OK", "UNKNOWN", "INTERNAL"):  # pyspark's default for a server's own error
                 return str(name)
-            if name == "UNKNOWN" and type(current).__module__.startswith("grpc"):
+            if name == "UNKNOWN" and _is_grpc(current):
                 return "UNKNOWN"  # a raw call the server failed without a Spark error
         current = current.__cause__  # an exception raised while handling another (__context__) is not caused by it
     return None
@@ -304,18 +319,49 @@ def _grpc_error(exc: BaseException, status: str | None, text: str) -> Sparkscope
 
 
 # Who can tell why a server stopped answering (Session registers the embedded server's log reader).
-_CAUSE_FINDERS: list[Callable[[], SparkscopeError | None]] = []
+# Who can say why the server on a port stopped answering (the embedded server's log knows an out-of-memory exit),
+# by port: a failure is explained only by the finder of the server it failed to reach.
+_CAUSE_FINDERS: dict[int, list[Callable[[], SparkscopeError | None]]] = {}
+_ADDRESS_PORT = re.compile(r"(?:ipv4:|ipv6:|dns:|localhost|127\.0\.0\.1|\]):(?:%5D:)?(\d{2,5})\b")
 
 
-def explain_unreachable(finder: Callable[[], SparkscopeError | None]) -> Callable[[], None]:
-    """Ask `finder` why the server is unreachable before saying only that; returns the way to stop asking."""
-    _CAUSE_FINDERS.append(finder)
-    return lambda: _CAUSE_FINDERS.remove(finder) if finder in _CAUSE_FINDERS else None
+def explain_unreachable(port: int, finder: Callable[[], SparkscopeError | None]) -> Callable[[], None]:
+    """Ask `finder` why the server on `port` is unreachable before saying only that; returns the way to stop."""
+    _CAUSE_FINDERS.setdefault(port, []).append(finder)
+
+    def forget() -> None:
+        finders = _CAUSE_FINDERS.get(port, [])
+        if finder in finders:
+            finders.remove(finder)
+
+    return forget
 
 
-def unreachable_cause() -> SparkscopeError | None:
-    """Why the server stopped answering, when a finder knows (an out-of-memory exit), else None."""
-    for finder in list(_CAUSE_FINDERS):
+def _ports_named(exc: BaseException) -> set[int]:
+    """The ports of the addresses a failed call names (gRPC names the one it could not reach), through its causes."""
+    found: set[int] = set()
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            break
+        text = str(current) + " " + _grpc_details(current, "")
+        found |= {int(port) for port in _ADDRESS_PORT.findall(text)}
+        current = current.__cause__
+    return found
+
+
+def unreachable_cause(exc: BaseException) -> SparkscopeError | None:
+    """Why the server a call failed to reach stopped answering, when its finder knows (an out-of-memory exit)."""
+    for port in _ports_named(exc):
+        cause = cause_at(port)
+        if cause is not None:
+            return cause
+    return None
+
+
+def cause_at(port: int | None) -> SparkscopeError | None:
+    """Why the server on `port` stopped answering, when its finder knows; else None."""
+    for finder in list(_CAUSE_FINDERS.get(port or 0, [])):
         try:
             cause = finder()
         except Exception:  # a finder that fails knows nothing: the plain line is still right
@@ -343,7 +389,8 @@ def _error_class(exc: BaseException, text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _connection_error(text: str, error_class: str | None, status: str | None, name: str) -> SparkscopeError | None:
+def _connection_error(exc: BaseException, text: str, error_class: str | None, status: str | None,
+                      name: str) -> SparkscopeError | None:
     """The error when the connection itself failed: a token refused, a server out of reach, a session gone.
     By the call's gRPC status; by gRPC's words only for a failure that reached us without one."""
     lowered = text.lower()
@@ -355,7 +402,7 @@ def _connection_error(text: str, error_class: str | None, status: str | None, na
         )
     if status == "UNAVAILABLE" or status is None and ("failed to connect to all addresses" in lowered
                                                       or "connection refused" in lowered):
-        cause = unreachable_cause()
+        cause = unreachable_cause(exc)
         if cause is not None:
             return cause
         return ServerUnreachable(
@@ -396,6 +443,43 @@ def python_raised(text: str) -> str | None:
     return re.sub(r"^(?:\w+\.)+(?=\w+(?:Exception|Error): )", "", line)
 
 
+def _never_connected_back(text: str) -> bool:
+    """Spark's words for a Python worker that did not start in time (busy, or a Python that fails at once)."""
+    return "failed to connect back" in text.lower() or "waiting for the Python worker to connect back" in text
+
+
+def python_probe_failure(text: str) -> tuple[str | None, str]:
+    """What a failed run of Python code on the server says of its Python: (its minor version, when Spark's check
+    names it; the failure in a few words)."""
+    mismatch = re.search(_PYTHON_MISMATCH, text)
+    if mismatch:  # PYTHON_VERSION_MISMATCH: the worker refuses a client of another minor version
+        return mismatch.group(1), "another minor version"
+    if _never_connected_back(text):
+        return None, "its Python worker did not start in time: the server may be overloaded, or PYSPARK_PYTHON is wrong"
+    program = re.search(r'Cannot run program "([^"]+)"', text)
+    if program:
+        return None, f"no Python at {program.group(1)}"
+    return None, _first_line(text)[:200]
+
+
+def missing_data_source(exc: BaseException) -> bool:
+    """The server has no data source of that name (DATA_SOURCE_NOT_FOUND; Spark's words where it names none)."""
+    condition = _error_class(exc, str(exc))
+    return condition == "DATA_SOURCE_NOT_FOUND" or (condition is None and "Failed to find data source" in str(exc))
+
+
+def state_unreadable(exc: BaseException) -> str | None:
+    """Why Spark's state reader could not read a checkpoint: "gone" (no committed batch, or no such path),
+    "no_changelog" (RocksDB state written without changelogs, asked for its changes); None for another failure."""
+    text = str(exc)
+    condition = set((_error_class(exc, text) or "").split("."))  # CANNOT_LOAD_STATE_STORE.CANNOT_READ_… too
+    if condition & {"STDS_COMMITTED_BATCH_UNAVAILABLE", "PATH_NOT_FOUND"}:
+        return "gone"
+    if "CANNOT_READ_STREAMING_STATE_FILE" in condition and ".changelog" in text:
+        return "no_changelog"
+    return None
+
+
 def _python_worker_error(text: str) -> SparkscopeError | None:
     """One line for the ways Python code sent to the server fails there (UDFs, foreachBatch, data sources):
     another Python minor version, a module its Python lacks, a worker that never connected back."""
@@ -420,7 +504,7 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
             f"The server's Python has no module '{module}', which Python code sent to it imports",
             f"Install it in the server's Python (sparkscope's own needs are in server-config/requirements.txt); "
             f"{SERVER_CHECK_HINT}", "ModuleNotFoundError", code="server_lacks_module", data={"module": module})
-    if "failed to connect back" in text.lower() or "waiting for the Python worker to connect back" in text:
+    if _never_connected_back(text):
         return SparkscopeError(
             "The server could not start a Python worker for this: it did not connect back in time",
             f"The server's Python may lack a package the code imports, or the server was too busy; {SERVER_CHECK_HINT}",
@@ -442,7 +526,7 @@ def translate(exc: BaseException) -> SparkscopeError:
     if oom:
         what = (oom.group(1) or "Java heap space").strip().rstrip(".")
         return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")
-    connection = _connection_error(text, error_class, status, name)
+    connection = _connection_error(exc, text, error_class, status, name)
     if connection is not None:
         return connection
     if error_class == "NO_ACTIVE_SESSION":
@@ -453,11 +537,11 @@ def translate(exc: BaseException) -> SparkscopeError:
         )
     if error_class == "OPERATION_CANCELED":
         return Cancelled("Cancelled", "", error_class)
-    raw = _grpc_error(exc, status, text) if type(exc).__module__.startswith("grpc") or status == "CANCELLED" else None
+    raw = _grpc_error(exc, status, text) if _is_grpc(exc) or status == "CANCELLED" else None
     if raw is not None:
         return raw
-    worker = _python_worker_error(text) if type(exc).__module__.startswith("pyspark") else None
-    if name in ("StreamingQueryException",):
+    worker = _python_worker_error(text) if _is_pyspark(exc) else None
+    if _is_pyspark(exc, "StreamingQueryException"):
         foreign = foreign_checkpoint(text)
         if foreign is not None:
             return QueryFailed(f"{_strip_sqlstate(first).rstrip('.')}: {foreign}", FOREIGN_CHECKPOINT_HINT,
@@ -467,7 +551,7 @@ def translate(exc: BaseException) -> SparkscopeError:
         return QueryFailed(_strip_sqlstate(first), "", error_class or name)
     if worker is not None:
         return worker
-    python_failed = (name == "PythonException" or (error_class or "").startswith("PYTHON_")
+    python_failed = (_is_pyspark(exc, "PythonException") or (error_class or "").startswith("PYTHON_")
                      or first.endswith("Traceback (most recent call last):"))
     raised = python_raised(text) if python_failed else None
     if raised is not None:  # pyspark's own first line says only to see the stack trace, or ends where it starts
@@ -483,7 +567,7 @@ def translate(exc: BaseException) -> SparkscopeError:
         if error_class.startswith(UNSUPPORTED_CONDITIONS):
             return UnsupportedOperation(message, hint, error_class, code=code)
         return AnalysisError(message, hint, error_class, code=code)
-    if name in ("AnalysisException", "ParseException", "IllegalArgumentException"):
+    if _is_pyspark(exc, "AnalysisException", "ParseException", "IllegalArgumentException"):
         return AnalysisError(_strip_sqlstate(first), "", name)
     return SparkscopeError(_strip_sqlstate(first) or name, "", name)
 

@@ -363,7 +363,7 @@ class Session:
             if activate:
                 make_active(spark)
             if here is not None and (target.source == "local" or target.token_source == "state"):  # embedded
-                session._stop_explaining = explain_unreachable(here.out_of_memory_exit)
+                session._stop_explaining = explain_unreachable(target.port or 0, here.out_of_memory_exit)
         except BaseException:
             session._stop_keepalive.set()
             if not session._closed:  # never handed out: what it holds of the process goes back

@@ -68,7 +68,8 @@ def user_traceback(exc: BaseException, source: str, filename: str = "<input>", f
     """A traceback of the user's own code only: its frames (see user_frames) and the final line."""
     out = [user_frames(exc, source, filename, first_line)]
     out.extend(traceback.format_exception_only(type(exc), exc))
-    if isinstance(exc, TypeError) and "'bool' object is not callable" in str(exc) and "isStreaming(" in source:
+    failed_at = traceback.extract_tb(exc.__traceback__)[-1].line or "" if exc.__traceback__ else ""
+    if isinstance(exc, TypeError) and "isStreaming(" in failed_at:  # the line that raised calls the property
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
     python_word = {"true": "True", "false": "False", "null": "None"}.get(getattr(exc, "name", None) or "")
     if isinstance(exc, NameError) and python_word:  # Scala's or JSON's word, as Spark's docs write some options

@@ -18,7 +18,6 @@ later session of the same server pays one configuration read, and the prompt pay
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import translated
+from ..errors import Cancelled, python_probe_failure, translate, translated
 from ..logs import log, swallowed
 from ..paths import write_private
 
@@ -218,6 +217,8 @@ def probe_python(spark: Any) -> ServerPython:
         with own_calls():
             text = spark.range(1).select(report("id")).collect()[0][0]
     except Exception as exc:
+        if isinstance(translate(exc), Cancelled):  # not a finding: the next command asks again
+            raise translate(exc) from exc
         return python_failure(str(exc))
     found = json.loads(text)
     return ServerPython(version=found["python"], executable=found["executable"], packages=found["packages"],
@@ -226,16 +227,8 @@ def probe_python(spark: Any) -> ServerPython:
 
 def python_failure(text: str) -> ServerPython:
     """What a failed probe says of the server's Python: its version, when Spark's check names it."""
-    mismatch = re.search(r"different version:?\s*(\d+\.\d+)", text)
-    if mismatch:  # PYTHON_VERSION_MISMATCH: the worker refuses a client of another minor version
-        return ServerPython(version=mismatch.group(1), failure="another minor version")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
-    if "connect back" in text:
-        first = "its Python worker did not start in time: the server may be overloaded, or PYSPARK_PYTHON is wrong"
-    elif "Cannot run program" in text:
-        program = re.search(r'Cannot run program "([^"]+)"', text)
-        first = f"no Python at {program.group(1) if program else 'PYSPARK_PYTHON'}"
-    return ServerPython(failure=first[:200])
+    version, failure = python_probe_failure(text)
+    return ServerPython(version=version, failure=failure)
 
 
 def server_identity(spark: Any) -> str:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ConfigError, UnsupportedOperation
+from ..errors import ConfigError, UnsupportedOperation, missing_data_source
 from . import SOURCE_NAME
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10"
@@ -102,8 +102,7 @@ class KafkaSupport:
             with own_calls():  # from a user's cell (display(), ss.start): the REPL's load() wrapper passes it on
                 reader.load().schema  # noqa: B018 - analysed on the server
         except Exception as exc:
-            text = str(exc)
-            if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text:
+            if missing_data_source(exc):
                 return False
             raise
         return True

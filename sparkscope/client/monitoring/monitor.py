@@ -21,7 +21,7 @@ from typing import Any
 from .._pyspark import ListenerBus
 from ..deadline import within
 from ..logs import log, swallowed
-from ..errors import SparkscopeError, unreachable_cause
+from ..errors import SparkscopeError, cause_at
 from ..connection.probe import try_probe
 from .progress import Progress
 from .events import HISTORY_SIZE, Event, Track, TrackBook, WatchedSession
@@ -245,7 +245,7 @@ class Monitor:
             return True
         if try_probe(self._session.target, timeout=2) is None:
             self.stale_since = time.time()
-            how = "ran out of memory and exited" if unreachable_cause() is not None else "went away"
+            how = "ran out of memory and exited" if cause_at(self._session.target.port) is not None else "went away"
             self._book.notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
                          code="server_gone")
         else:

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..errors import UnsupportedOperation, translate, translated
+from ..errors import UnsupportedOperation, missing_data_source, translate, translated
 from .planning import Retention
 
 BATCH_COLUMN = "__sparkscope_batch"
@@ -76,7 +76,7 @@ class BoundedSink:
             check_loaded(self._spark)
             return "on the server's class path"
         except Exception as exc:
-            if translate(exc).error_class != "DATA_SOURCE_NOT_FOUND":
+            if not missing_data_source(exc):
                 raise translate(exc) from exc
         with translated():
             self._spark.addArtifacts(str(JAR))

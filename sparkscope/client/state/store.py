@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.records import Catalog
-from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate
+from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, state_unreadable, translate
 from .columns import flatten_change, flattened_columns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +147,7 @@ def state_of(session: StatefulSession, name: str, fresh: bool = True) -> StateOf
         try:
             session.spark.read.format("statestore").load(checkpoint).schema  # noqa: B018 - raw: its error class tells
         except Exception as exc:
-            if "STDS_COMMITTED_BATCH_UNAVAILABLE" in str(exc):
+            if state_unreadable(exc) == "gone":
                 raise _state_error(name, checkpoint, exc) from exc
         raise UnsupportedOperation(f"{name} keeps no state: it has no stateful operator (aggregation, "
                                    "dropDuplicates, stream-stream join, or a state function)",
@@ -162,13 +162,13 @@ def state_of(session: StatefulSession, name: str, fresh: bool = True) -> StateOf
 
 
 def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
-    text = str(exc)
-    if "STDS_COMMITTED_BATCH_UNAVAILABLE" in text or "PATH_NOT_FOUND" in text:
+    why = state_unreadable(exc)
+    if why == "gone":
         return UnsupportedOperation(f"The checkpoint of {name} is gone or holds no committed batch ({checkpoint})",
                                     f"Its state went with it; ss.forget('{name}') removes the record",
                                     code="checkpoint_gone",
                                     data={"name": name})
-    if "CANNOT_READ_STREAMING_STATE_FILE" in text and "changelog" in text:
+    if why == "no_changelog":
         return UnsupportedOperation(f"The state changes of {name} were not kept: its server wrote RocksDB state "
                                     "without changelogs", "Start the server with spark.sql.streaming.stateStore."
                                     "rocksdb.changelogCheckpointing.enabled=true (sparkscope's server config sets "

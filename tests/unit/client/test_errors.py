@@ -71,16 +71,14 @@ _FOREIGN = ("[STREAM_FAILED] Query [id = 75426047-2ac2-4193-b8d8-02e3e6d87b11, r
 
 
 def test_a_query_that_read_another_query_s_checkpoint_is_named_as_such():
-    class StreamingQueryException(Exception):  # the name translate() reads; pyspark's needs a server's reply
-        pass
+    from pyspark.errors import StreamingQueryException  # known by its class, as pyspark raises it
 
-    from sparkscope.client.errors import foreign_checkpoint
-    from sparkscope.client.queries.query import summarise_error
+    from sparkscope.client.errors import foreign_checkpoint, summarise_error
 
     assert foreign_checkpoint(_FOREIGN) == ("its checkpoint holds metadata it cannot read, written by another query "
                                             "with the same checkpointLocation")
     assert summarise_error(_FOREIGN).endswith("; give each query a checkpointLocation of its own")
-    failed = translate(StreamingQueryException(_FOREIGN))
+    failed = translate(StreamingQueryException(message=_FOREIGN))
     assert failed.message == ("Query [id = 75426047-2ac2-4193-b8d8-02e3e6d87b11, runId = e9ff3295] terminated with "
                               "exception: No usable value for path: its checkpoint holds metadata it cannot read, "
                               "written by another query with the same checkpointLocation")
@@ -92,11 +90,11 @@ def test_a_status_is_read_from_what_caused_an_error_never_from_one_handled_befor
 
     from sparkscope.client.errors import ServerUnreachable
 
-    class RpcError(Exception):  # as grpc raises one: a code() of status UNAVAILABLE
+    import grpc
+
+    class RpcError(grpc.RpcError):  # as grpc raises one: a code() of status UNAVAILABLE
         def code(self):
             return SimpleNamespace(name="UNAVAILABLE")
-
-    RpcError.__module__ = "grpc._channel"
 
     class SparkConnectGrpcException(Exception):  # pyspark's: no status of its own
         pass
@@ -125,3 +123,69 @@ def test_python_code_that_failed_on_the_server_is_named_by_what_it_raised():
     assert error.message == ("KafkaDataLossError: Some data may have been lost: partition topic1-0 ended at offset "
                              "28, before the batch's end 50. Set the source option failOnDataLoss to false to go on "
                              "from the earliest offsets")
+
+
+# -- errors known by their structure: Spark's condition first, its words only where it names none ------------------
+def _analysis(text: str):
+    from pyspark.errors import AnalysisException
+
+    return AnalysisException(message=text)
+
+
+def test_a_missing_data_source_is_known_by_its_condition():
+    from sparkscope.client.errors import missing_data_source
+
+    assert missing_data_source(_analysis(  # Spark 4.3's words, from a server without the Kafka connector
+        "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka. Make sure the provider name is correct and "
+        "the package is properly registered and compatible with your Spark version. SQLSTATE: 42K02"))
+    assert not missing_data_source(_analysis("[TABLE_OR_VIEW_NOT_FOUND] The table or view `kafka` cannot be found."))
+    assert missing_data_source(ValueError("Failed to find data source: kafka"))  # words, where no condition is named
+
+
+def test_a_state_reader_s_failure_says_whether_the_checkpoint_is_gone_or_kept_no_changelog():
+    from sparkscope.client.errors import state_unreadable
+
+    assert state_unreadable(_analysis(
+        "[STDS_COMMITTED_BATCH_UNAVAILABLE] No committed batch found, checkpoint location: /tmp/cp. Ensure that the "
+        "query has run and committed any microbatch before stopping. SQLSTATE: KD006")) == "gone"
+    assert state_unreadable(_analysis("[PATH_NOT_FOUND] Path does not exist: file:/tmp/cp. SQLSTATE: 42K03")) == "gone"
+    assert state_unreadable(_analysis(
+        "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE] Error reading streaming state file of "
+        "file:/tmp/cp/state/0/1/2.changelog does not exist. If the stream job is restarted with a new or updated "
+        "state operation, please create a new checkpoint location or clear the existing checkpoint location. "
+        "SQLSTATE: 58030")) == "no_changelog"
+    assert state_unreadable(_analysis("[UNRESOLVED_COLUMN] A column cannot be resolved.")) is None
+
+
+def test_a_probe_of_the_server_s_python_says_what_stopped_it():
+    from sparkscope.client.errors import python_probe_failure
+
+    assert python_probe_failure("[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.12 than that in "
+                                "driver: 3.11, PySpark cannot run with different minor versions.") == (
+        "3.12", "another minor version")
+    assert python_probe_failure("org.apache.spark.SparkException: Python worker failed to connect back.")[1] == (
+        "its Python worker did not start in time: the server may be overloaded, or PYSPARK_PYTHON is wrong")
+
+
+def test_an_embedded_server_s_out_of_memory_exit_explains_only_its_own_port():
+    import grpc
+
+    from sparkscope.client.errors import ServerOutOfMemory, ServerUnreachable, explain_unreachable
+
+    class Refused(grpc.RpcError):
+        def __init__(self, port: int):
+            super().__init__(f"failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:{port}: "
+                             "Failed to connect to remote host: Connection refused")
+
+        def code(self):
+            from types import SimpleNamespace
+
+            return SimpleNamespace(name="UNAVAILABLE")
+
+    stop = explain_unreachable(15002, lambda: ServerOutOfMemory("The Spark server ran out of memory (Java heap space)"))
+    try:
+        assert isinstance(translate(Refused(15002)), ServerOutOfMemory)
+        assert isinstance(translate(Refused(16099)), ServerUnreachable)  # another server's failure: not explained
+    finally:
+        stop()
+    assert isinstance(translate(Refused(15002)), ServerUnreachable)

@@ -132,7 +132,7 @@ def repl_main(args) -> int:
 
     def connect() -> None:
         executor.warm_up()  # after the first draw, on this thread, before the connecting thread imports pyspark
-        executor.connect_in_background(_opener(args, executor.server_starting))
+        executor.holder.connect_in_background(_opener(args, executor.holder.server_starting))
         _report_connection_later(executor)
 
     if args.init:  # the init script needs the session before the prompt
@@ -178,7 +178,7 @@ def _report_connection_later(executor) -> None:
 
     def watch() -> None:
         try:
-            session = executor.wait_connected()
+            session = executor.holder.wait_connected()
             from ..client.logs import swallowed
             from ..repl.commands.catalog import lost_note
 
@@ -267,7 +267,7 @@ def batch_main(args) -> int:
 
     executor = Executor(fmt=args.format, interactive=False)
     executor.debug = args.debug
-    executor.set_session(_opener(args)())
+    executor.holder.set_session(_opener(args)())
     ok = True
     interrupted = False
     saved_argv = sys.argv

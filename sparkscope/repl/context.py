@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..client.session import Session
@@ -38,10 +38,12 @@ class CommandIndex(Protocol):
 
 
 class CommandContext(Protocol):
-    """Read-only but for the user's namespace: a command returns what it changes (a table's layout, the vi mode)
-    in its result, and the executor applies it."""
+    """Read-only but for the user's namespace: a command returns what it changes (a table's layout, the vi mode,
+    leaving, another session, a wait that Ctrl-C ends) in its result, and the executor applies it."""
 
-    namespace: dict[str, Any]  # the user's Python names (spark, ss, their DataFrames)
+    @property
+    def namespace(self) -> dict[str, object]:
+        """The user's Python names (spark, ss, their DataFrames): a command may set one."""
 
     @property
     def interactive(self) -> bool:
@@ -88,19 +90,19 @@ class CommandContext(Protocol):
 
     def session_or_none(self) -> Session | None: ...
 
-    def switch_session(self, opener: Callable[[], Session]) -> tuple[Session, Session | None, list[str]]:
-        """Open a session and make it current; the previous one, and its queries left running."""
-
     def live(self) -> Live: ...
 
-    def evaluate(self, source: str) -> Any: ...
-
-    def request_exit(self, code: object = None) -> None: ...
+    def evaluate(self, source: str) -> object: ...
 
     def reattach_command(self) -> str: ...
 
-    def on_cancel(self, hook: Callable[[], str | None]) -> None: ...
-
     def notice_once(self, key: str, text: str) -> None: ...
 
-    def owns_spark(self, spark: Any) -> bool: ...
+    def owns_spark(self, spark: object) -> bool: ...
+
+
+class ReplContext(CommandContext, Protocol):
+    """What the REPL's pyspark habits use besides a command's context: spark.stop() opens a new session."""
+
+    def switch_session(self, opener: Callable[[], Session]) -> tuple[Session, Session | None, list[str]]:
+        """Open a session and make it current; the previous one, and its queries left running."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -23,10 +24,13 @@ from .session_holder import SessionHolder
 # before any of it loads (`make bench`, bench_prompt.py).
 
 
-class Executor(SessionHolder):
+class Executor:
+    """Runs what the user types: Python, colon commands, magics. It holds the REPL's session (`holder`, which may
+    still be connecting) and is the context its commands see (context.py's CommandContext)."""
+
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None, fmt: str = "table",
                  interactive: bool = False, confirm: Callable[[str], bool] | None = None, warm: bool = True):
-        super().__init__(out, err, interactive)
+        self.holder = SessionHolder(out, err, interactive)
         self.fmt = fmt
         self.confirm = confirm or (lambda question: False)
         self.last_traceback: str | None = None
@@ -39,7 +43,6 @@ class Executor(SessionHolder):
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.registry: Any = None  # the colon commands: see warm_up
         self.dbutils: Any = None  # dbutils, as warm_up made it (%fs runs through it)
-        self._cancel_hooks: list[Callable[[], str | None]] = []
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
         self.namespace["exit"] = self.namespace["quit"] = Leave()
@@ -63,9 +66,46 @@ class Executor(SessionHolder):
         # user's own `dbutils` name holds by then
         self.registry = REGISTRY
 
-    def on_cancel(self, hook: Callable[[], str | None]) -> None:
-        """Run `hook` if the current command is cancelled with Ctrl-C; a returned text replaces the notice."""
-        self._cancel_hooks.append(hook)
+    # -- the session, as the commands see it (CommandContext) -------------------------------------
+    @property
+    def namespace(self) -> dict[str, Any]:
+        return self.holder.namespace  # the dict itself: names are set in it, it is never replaced
+
+    @property
+    def out(self) -> TextIO:
+        return self.holder.out
+
+    @property
+    def err(self) -> TextIO:
+        return self.holder.err
+
+    @property
+    def interactive(self) -> bool:
+        return self.holder.interactive
+
+    @property
+    def opener(self) -> Callable[[], Any] | None:
+        return self.holder.opener
+
+    @property
+    def session(self) -> Any:
+        return self.holder.session
+
+    @property
+    def connecting(self) -> bool:
+        return self.holder.connecting
+
+    def session_or_none(self) -> Any:
+        return self.holder.session_or_none()
+
+    def live(self) -> Any:
+        return self.holder.live()
+
+    def reattach_command(self) -> str:
+        return self.holder.reattach_command()
+
+    def switch_session(self, opener: Callable[[], Any]) -> tuple[Any, Any, list[str]]:
+        return self.holder.switch_session(opener)
 
     # -- running ------------------------------------------------------------------------------
     def evaluate(self, source: str) -> Any:
@@ -159,7 +199,6 @@ class Executor(SessionHolder):
         from .worker import cancel_notice, command_timeout, run_in_worker
 
         name = line[1:].split(" ", 1)[0]
-        self._cancel_hooks = []
         try:
             invocation = self.registry.parse(line)
             if invocation.command.needs_session:
@@ -173,15 +212,11 @@ class Executor(SessionHolder):
                 waits = invocation.command.runs is Runs.WAITS
                 result = run_in_worker(self, lambda: invocation.command.func(self, invocation.args, invocation.opts),
                                          deadline=None if waits else command_timeout(), interrupt=not waits)
+            result = self._apply(result)
         except Cancelled as cancel:
             if not cancel.by_keyboard:  # the server cancelled it: reported as any error
                 self._report(cancel)
                 return False
-            notes = [note for note in (hook() for hook in self._cancel_hooks) if note]
-            if notes:
-                self.out.write("\n".join(notes) + "\n")
-                self.out.flush()
-                return True
             self._error(cancel_notice(cancel, self.interactive))
             self._watch_stuck_tasks(cancel)
             if not self.interactive:  # Ctrl-C ends a script; its exit rules decide about its queries
@@ -194,6 +229,31 @@ class Executor(SessionHolder):
             return False
         self.emit(name, result)
         return True
+
+    def _apply(self, result: Any) -> Any:
+        """Carry out what a command's result changes of the REPL (results.py: Exit, SwitchSession, Follow); what is
+        left to show."""
+        from .output.results import Exit, Follow, Message, SwitchSession
+        from .worker import command_timeout, run_in_worker
+
+        if isinstance(result, Exit):
+            self.request_exit(result.code)
+            return None
+        if isinstance(result, SwitchSession):
+            switch = result
+            return run_in_worker(self, lambda: switch.said(*self.holder.switch_session(switch.opener)),
+                                 deadline=command_timeout())
+        if isinstance(result, Follow):
+            try:
+                while result.waiting():
+                    time.sleep(0.1)  # polling a fact (the tail still runs), ended by it or by Ctrl-C
+            except KeyboardInterrupt:
+                note = result.cancelled()
+                if not self.interactive:  # Ctrl-C ends a script
+                    raise
+                return Message(note) if note else None
+            return result.ended()
+        return result
 
     def _watch_stuck_tasks(self, cancel: Cancelled) -> None:
         """After Ctrl-C ended a command: tasks that Spark cannot interrupt are said, above the next prompt, within
@@ -226,12 +286,12 @@ class Executor(SessionHolder):
         return self.session
 
     def _wait_for_session(self) -> None:
-        self.session_wanted = True
-        if not self._session_future.done() and self.interactive:
+        self.holder.session_wanted = True
+        if self.holder.connecting and self.interactive:
             self.err.write("(connecting…)\n")
             self.err.flush()
         with translated():
-            self._session_future.result()
+            self.holder.wait_connected()
         self._wait_for_warm_up()
 
     def _wait_for_warm_up(self) -> None:
@@ -384,4 +444,4 @@ class Executor(SessionHolder):
         """Close the session. detach=None asks (interactive). Returns a message for the user."""
         from .leaving import leave
 
-        return leave(self, self._live, detach)
+        return leave(self, self.holder.live_if_started(), detach)

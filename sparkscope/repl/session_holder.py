@@ -16,6 +16,9 @@ from .prompt.terminal import reattach_command
 
 
 class SessionHolder:
+    """The REPL's session, which may still be connecting: opening it in the background, switching to another, and
+    the user's namespace that it fills (spark, ss)."""
+
     def __init__(self, out: TextIO | None, err: TextIO | None, interactive: bool):
         self._out = out
         self._err = err
@@ -120,6 +123,10 @@ class SessionHolder:
     def live(self) -> Any:
         """Alerts and tails for this session (started on first use)."""
         return self._start_live(self.session)
+
+    def live_if_started(self) -> Any:
+        """The alerts and tails, when something started them; else None."""
+        return self._live
 
     def server_starting(self, elapsed: float, stage: str) -> None:
         """The embedded server is starting (called about 4 times a second): shown in the toolbar."""

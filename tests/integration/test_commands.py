@@ -19,7 +19,7 @@ class Shell:
     def __init__(self, session):
         self.out, self.err = io.StringIO(), io.StringIO()
         self.executor = Executor(out=self.out, err=self.err)
-        self.executor.set_session(session)
+        self.executor.holder.set_session(session)
         self.session = session
 
     def run(self, line: str) -> tuple[bool, str, str]:

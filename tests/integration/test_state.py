@@ -24,7 +24,7 @@ def write(folder, name: str, rows: list[dict]) -> None:
 class Shell:
     def __init__(self, ss):
         self.executor = Executor(out=io.StringIO(), err=io.StringIO())
-        self.executor.set_session(ss)
+        self.executor.holder.set_session(ss)
 
     def run(self, line: str) -> tuple[bool, str, str]:
         out, err = self.executor.out, self.executor.err

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import time
-
 from .streams import int_option
 from .registry import Arg, Complete, Options, Runs, UsageError, command, flag, valued
-from ..output.results import Message, Result, Table
+from ..output.results import Follow, Message, Result, Table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import CommandContext
@@ -68,11 +66,12 @@ def tail(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if not opts.flag("follow"):
         return Message(f"Tailing {query.name}: each new batch prints above the prompt "
                        f"(:tail --stop {query.name} ends it)")
-    ctx.on_cancel(lambda: f"Stopped tailing {query.name}" if live.untail(query.name) else None)
-    while feed.active:
-        time.sleep(0.1)
-    live.untail(query.name)
-    return Message(f"{query.name} ended ({query.state})")
+    def ended() -> Message:
+        live.untail(query.name)
+        return Message(f"{query.name} ended ({query.state})")
+
+    return Follow(lambda: feed.active, lambda: f"Stopped tailing {query.name}" if live.untail(query.name) else None,
+                  ended)
 
 
 @command("alerts", "Turn the one-line alerts above the prompt on or off",

@@ -12,13 +12,14 @@ from ...client.errors import SparkscopeError, call
 from .streams import int_option
 from .registry import Arg, Complete, Options, Tail, UsageError, command, flag, key_value, valued
 from ..output.render import busy_tasks, short_id
-from ..output.results import Block, Message, Result, Table
+from ..output.results import Block, Exit, Message, Result, SwitchSession, Table
 
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
 SESSION_SAMPLE = 0.5  # seconds of the embedded server's CPU :session samples for its computing tasks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...client.connection.capabilities import Capabilities
+    from ...client.session import Session
     from ..context import CommandContext
 
 
@@ -61,7 +62,6 @@ def conf(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     from ...client.connection.probe import try_probe
     from ...client.connection.remote import validate_session_id
-    from ...client.session import Session
     from ...server.connecting import open_session as open_here, reattach as rejoin, resolve_target
 
     url, session_id = (args[0] if args else None), opts.text("session-id")
@@ -97,13 +97,17 @@ def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         opener = open_session
     if opener is None:
         raise UsageError("There is nothing to connect to", "Give a URL: :connect sc://host:15002")
-    session, old, left = ctx.switch_session(opener)
+    return SwitchSession(opener, connected)
+
+
+def connected(session: Session, old: Session | None, left: list[str]) -> Message:
+    """What :connect says once the new session is the REPL's: where, and what was left in the previous one."""
+    from .catalog import lost_note
+
     note = ""
     if left and old is not None:
         note = (f" Left {', '.join(left)} running in the previous session; "
                 f"reattach with :connect {old.target.bare_url} --session-id {old.session_id}")
-    from .catalog import lost_note
-
     lost = lost_note(session)
     return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "
                    f"Spark {session.server_version}).{note}" + (f"\n{lost}" if lost else ""))
@@ -202,5 +206,4 @@ def trace(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
 @command("quit", "Leave sparkscope (asks about running queries)", aliases=("exit", "q"), needs_session=False)
 def quit_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    ctx.request_exit()
-    return None
+    return Exit()

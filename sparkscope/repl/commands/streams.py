@@ -227,7 +227,7 @@ def explain(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         with contextlib.suppress(QueryNotFound):  # a name in the namespace; a dead server is reported
             return Block(ctx.session.query(target).explain(extended))
     df = ctx.evaluate(target)
-    if not ctx.session.is_dataframe(df):
+    if not is_dataframe(df):
         raise UsageError(f"'{target}' is not a query or a DataFrame", "Give a query name or a DataFrame")
     return Block(ctx.session.explain(df, extended))
 
@@ -305,7 +305,7 @@ def schema(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         df = ctx.evaluate(target)
     else:
         df = ctx.session.sink_dataframe(target)
-    if not hasattr(df, "schema"):
+    if not is_dataframe(df):
         raise UsageError(f"'{target}' is not a DataFrame", "Give a DataFrame, a query name or a table")
     fields = call(lambda: df.schema.fields)
     streaming = call(lambda: df.isStreaming)

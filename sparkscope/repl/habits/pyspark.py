@@ -42,7 +42,7 @@ from ...client.queries.sources import check_kafka_options
 from ..output.live import WHOLE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import CommandContext
+    from ..context import CommandContext, ReplContext
 
 CONSOLE_ROWS = 20  # Spark's console sink: numRows
 CONSOLE_TRUNCATE = 20  # and truncate=true: cells cut to 20 characters
@@ -383,7 +383,7 @@ def _stop(original: Any, spark: Any) -> Any:
     return None
 
 
-def replace_stopped_session(executor: CommandContext) -> None:
+def replace_stopped_session(executor: ReplContext) -> None:
     """spark.stop() ran on the REPL's session: close it as pyspark would (asking first, as :quit does,
     when queries run; a script's own queries stop with it), then open a new session on the same
     server, so that spark, ss and every command work again. The REPL says so in one line; a script says nothing,

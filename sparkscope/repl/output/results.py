@@ -1,11 +1,15 @@
-"""What a colon command returns: a Table, a Message or a Block (or a list of them). Rendering them
-as text or JSON is render.py's job."""
+"""What a colon command returns: a Table, a Message or a Block (or a list of them) to show, and what it changes of
+the REPL (Exit, SwitchSession, Follow), which the executor carries out. Rendering them as text or JSON is
+render.py's job."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...client.session import Session
 
 
 @dataclass
@@ -41,4 +45,31 @@ class Block:
     data: Any = None
 
 
-Result = Table | Message | Block | list[Table | Message | Block] | None
+@dataclass
+class Exit:
+    """Leave the REPL (:quit): the executor asks about the running queries first, as Ctrl-D does."""
+
+    code: int = 0
+
+
+@dataclass
+class SwitchSession:
+    """Make the session `opener` opens the current one (:connect); `said(new, previous, left running)` is what to
+    show once it is."""
+
+    opener: Callable[[], Session]
+    said: Callable[[Session, Session | None, list[str]], Shown]
+
+
+@dataclass
+class Follow:
+    """Wait while `waiting()` (:tail --follow); then show `ended()`, or, when Ctrl-C ends the wait, what
+    `cancelled()` says (it also undoes what the wait was for)."""
+
+    waiting: Callable[[], bool]
+    cancelled: Callable[[], str | None]
+    ended: Callable[[], Shown]
+
+
+Shown = Union[Table, Message, Block, list[Union[Table, Message, Block]], None]
+Result = Union[Shown, Exit, SwitchSession, Follow]

@@ -212,7 +212,7 @@ class Shell:
         self.executor.vi_mode = bool(repl_setting("vi"))
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
-        self.executor.on_state_change(self.prompt.app.invalidate)
+        self.executor.holder.on_state_change(self.prompt.app.invalidate)
         if is_dumb_terminal():  # the prompt is plain input(): no render, so no after_render, and no colour
             if on_first_draw is not None:
                 on_first_draw()
@@ -232,14 +232,14 @@ class Shell:
 
     def _toolbar(self):
         executor = self.executor
-        if executor.connected:
+        if executor.holder.connected:
             session = executor.session
             active = session.active_count()
             return HTML(f" <b>{_escape(session.url)}</b>  session {session.session_id[:8]}  "
                         f"queries: {active}  <i>:help</i>")
-        if not executor.connecting:
+        if not executor.holder.connecting:
             return HTML(f" <b>{_escape(self.target_display)}</b>  not connected  <i>:help</i>")
-        starting = f" (Spark server: {_escape(executor.startup)})" if executor.startup else ""
+        starting = f" (Spark server: {_escape(executor.holder.startup)})" if executor.holder.startup else ""
         return HTML(f" <b>{_escape(self.target_display)}</b>  connecting…{starting}")
 
     def _confirm(self, question: str) -> bool:

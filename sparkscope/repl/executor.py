@@ -42,6 +42,7 @@ class Executor:
         self.echo_values = True  # show an expression's value; off in a .py script, as python runs it
         self.vi_mode = False  # the shell's editing mode; :set vi on|off changes it
         self.registry: Any = None  # the colon commands: see warm_up
+        self._listener_warnings: Any = None  # pyspark's warnings of a listener that raised, shown here (warm_up)
         self.dbutils: Any = None  # dbutils, as warm_up made it (%fs runs through it)
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
         # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
@@ -55,11 +56,13 @@ class Executor:
         importing pyspark: two threads importing the same modules can meet half-initialised ones."""
         if self.registry is not None:
             return
-        from .habits import databricks, pyspark as pyspark_habits
+        from .habits import databricks
         from .habits.dbutils import DbUtils
+        from .habits.listener_warnings import ListenerWarnings
         from .commands.listing import REGISTRY
 
-        pyspark_habits.show_listener_errors(self._say)
+        self._listener_warnings = ListenerWarnings(self._say)  # while this REPL runs: finish() takes it off
+        self._listener_warnings.install()
 
         self.namespace["display"] = databricks.Display(self)
         self.dbutils = self.namespace["dbutils"] = DbUtils(self._connected_session)  # %fs uses it, whatever the
@@ -172,8 +175,8 @@ class Executor:
             return False
 
     def _replace_stopped_session(self) -> None:
-        """spark.stop() ran on this session: a new one takes its place (see pyspark_habits)."""
-        from .habits.pyspark import replace_stopped_session
+        """spark.stop() ran on this session: a new one takes its place (habits/sessions.py)."""
+        from .habits.sessions import replace_stopped_session
 
         self.stop_requested = False
         replace_stopped_session(self)
@@ -444,4 +447,8 @@ class Executor:
         """Close the session. detach=None asks (interactive). Returns a message for the user."""
         from .leaving import leave
 
-        return leave(self, self.holder.live_if_started(), detach)
+        try:
+            return leave(self, self.holder.live_if_started(), detach)
+        finally:
+            if self._listener_warnings is not None:
+                self._listener_warnings.uninstall()

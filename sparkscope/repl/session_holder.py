@@ -94,9 +94,9 @@ class SessionHolder:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from .habits import pyspark as pyspark_habits
+        from .habits.install import install
 
-        pyspark_habits.install()
+        install()
         self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
                                "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit})
         if watch:

@@ -93,12 +93,12 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
     tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
     session = ctx.session_or_none()
     ctx.cancelled = threading.Event()
-    from .habits import pyspark as pyspark_habits
+    from .habits.user_code import UserCall, running_user_code
 
-    user_call = pyspark_habits.UserCall(ctx, ctx.cancelled) if user_code else None
+    user_call = UserCall(ctx, ctx.cancelled) if user_code else None
 
     def tagged() -> Any:
-        with pyspark_habits.running_user_code(user_call) if user_call else contextlib.nullcontext():
+        with running_user_code(user_call) if user_call else contextlib.nullcontext():
             if session is None:
                 return work()
             if user_call:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...client.errors import FileOperationFailed
 from ...client.rows import fetch
-from .pyspark import free_query_name
+from .console import free_query_name
 from ..commands.registry import UsageError
 from ..output.render import render
 from ..output.results import Block, Message, Result, Table
@@ -58,7 +58,7 @@ class Display:
         if not executor.interactive:
             return None  # a script goes on; the batches print as they come
         try:
-            query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (pyspark_habits)
+            query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (habits/waits.py)
         finally:
             live.untail(name)
         return None

@@ -1,0 +1,51 @@
+"""Waiting calls never stop a stream. Spark Connect stops a query when the operation waiting on it is interrupted,
+so Ctrl-C must not interrupt: awaitTermination and awaitAnyTermination wait in slices of a second, and Ctrl-C ends
+the wait between two; processAllAvailable, which cannot be sliced, is left to finish on its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...client.queries.query import wait_in_slices
+from .user_code import StoppedWaiting, UserCall, current
+
+
+def _sliced(call: UserCall, what: str, wait: Any, timeout: float | None) -> bool | None:
+    """Wait a slice at a time; Ctrl-C (the call cancelled) stops waiting between two slices."""
+    call.waiting_on = what
+    try:
+        ended = wait_in_slices(wait, timeout, call.cancelled)
+    finally:
+        call.waiting_on = None
+    if ended is None:
+        raise StoppedWaiting(what)
+    return None if timeout is None else ended
+
+
+def _valid_timeout(timeout: Any) -> bool:
+    return timeout is None or (isinstance(timeout, (int, float)) and timeout > 0)
+
+
+def await_termination(original: Any, query: Any, timeout: Any = None) -> Any:
+    call = current()
+    if call is None or not _valid_timeout(timeout):  # pyspark's own check and message
+        return original(query) if timeout is None else original(query, timeout)
+    return _sliced(call, query.name or query.id, lambda seconds: original(query, seconds), timeout)
+
+
+def await_any_termination(original: Any, manager: Any, timeout: Any = None) -> Any:
+    call = current()
+    if call is None or not _valid_timeout(timeout):
+        return original(manager) if timeout is None else original(manager, timeout)
+    return _sliced(call, "any query", lambda seconds: original(manager, seconds), timeout)
+
+
+def process_all_available(original: Any, query: Any) -> Any:
+    call = current()
+    if call is None:
+        return original(query)
+    call.waiting_on = query.name or query.id  # one server call: Ctrl-C leaves it to end by itself
+    try:
+        return original(query)
+    finally:
+        call.waiting_on = None

@@ -248,7 +248,7 @@ _OOM = r"OutOfMemoryError(?::\s*([^\n\"]+))?"
 _GRPC_DETAILS = r"(?s)details = \"([^\"]*)\""  # a raw RpcError's text, when it has no details() to ask
 OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
             "without sink='memory' (the default sink keeps the newest rows), or give the server more memory: "
-            "sparkscope server start --driver-memory 8g")
+            "sparkscope.LocalServer().start(driver_memory='8g') after stopping it")
 
 
 def _is_grpc(exc: BaseException) -> bool:
@@ -313,7 +313,7 @@ def _grpc_error(exc: BaseException, status: str | None, text: str) -> Sparkscope
         return Cancelled("Cancelled", "", status)
     if status == "UNKNOWN":
         return SparkscopeError(f"The server failed the call without saying why ({details or 'no details'})",
-                               "Its log says more (sparkscope server logs, for the embedded server); a server "
+                               "Its log says more (LocalServer().log_lines(), for the embedded server); a server "
                                "that ran out of memory ends calls this way", status, code="server_unknown")
     return None
 
@@ -407,7 +407,7 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
             return cause
         return ServerUnreachable(
             "The Spark Connect server is not reachable",
-            "Check that it is running (sparkscope server status) and the URL is right",
+            "Check that it is running (sparkscope.LocalServer().status(), for the embedded server) and the URL is right",
             error_class or name,
         )
     if error_class and error_class.startswith("INVALID_HANDLE"):  # INVALID_HANDLE.SESSION_CLOSED among them
@@ -421,7 +421,7 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
 
 _PYTHON_MISMATCH = r"different version:?\s*(\d+\.\d+)\s+than that in driver:?\s*(\d+\.\d+)"
 _NO_MODULE = r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'"
-SERVER_CHECK_HINT = "sparkscope server check says what the server's Python lacks"
+SERVER_CHECK_HINT = "ss.facts.get().checks() says what the server's Python lacks"
 
 
 _PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")

@@ -27,6 +27,12 @@ REPL_HINTS = {
     "unresolved_column": "Check the column names with :schema",
     "stateless": "Its rows are in its sink: :peek {name} shows them",
     "checkpoint_gone": "Its state went with it; :forget {name} removes the record",
+    "server_not_found": "Check the URL and that the server is running (sparkscope server status)",
+    "server_unreachable": "Check that it is running (sparkscope server status) and the URL is right",
+    "python_worker_failed": "The server's Python may lack a package the code imports, or the server was too busy; "
+                            ":server says what it lacks",
+    "server_unknown": "Its log says more (sparkscope server logs, for the embedded server); a server that ran out "
+                      "of memory ends calls this way",
     "server_out_of_memory": "Stop a query that keeps every row (a --sink memory query of a raw stream) with "
                             ":stop NAME, start it without --sink memory (the default sink keeps the newest rows), "
                             "or give the server more memory: sparkscope server start --driver-memory 8g",

@@ -1,5 +1,5 @@
 """Processes and ports of this machine (Linux /proc): whether a pid is still the process we started,
-stopping it, and finding a free port on 127.0.0.1."""
+stopping it, its CPU time and its threads', and which process listens on a port (free ports are ports.py's)."""
 
 from __future__ import annotations
 

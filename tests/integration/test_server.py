@@ -166,7 +166,8 @@ def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
     with pytest.raises(ConnectionFailed) as gone:  # the server went away under an open session
         survivor.queries()
     assert str(gone.value) == ("The Spark Connect server is not reachable. "
-                               "Check that it is running (sparkscope server status) and the URL is right.")
+                               "Check that it is running (sparkscope.LocalServer().status(), for the embedded "
+                               "server) and the URL is right.")
     assert token not in str(gone.value) and token not in repr(gone.value.__cause__)
     survivor.close()
     assert not os.path.exists(f"/proc/{info.pid}") or b"Z" in Path(f"/proc/{info.pid}/stat").read_bytes()[:60]
@@ -180,7 +181,8 @@ def test_unreachable_server_fails_fast_with_one_line():
     with pytest.raises(ConnectionFailed) as err:
         sparkscope.connect(f"sc://localhost:{port}", timeout=2)
     assert str(err.value) == (f"Cannot reach a Spark Connect server at localhost:{port}. "
-                              "Check the URL and that the server is running (sparkscope server status).")
+                              "Check the URL and that the server is running (sparkscope.LocalServer().status(), "
+                              "for the embedded server).")
 
 
 @pytest.mark.parametrize("flags, message", [

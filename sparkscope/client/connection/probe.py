@@ -93,7 +93,8 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
                                 "Add ;use_ssl=true to the URL if it does", code="plaintext_refused",
                                 error_class=str(code))
     return ConnectionFailed(f"Cannot reach a Spark Connect server at {where}",
-                            "Check the URL and that the server is running (sparkscope server status)",
+                            "Check the URL and that the server is running (sparkscope.LocalServer().status(), for the "
+                            "embedded server)", code="server_not_found",
                             error_class=str(code))
 
 

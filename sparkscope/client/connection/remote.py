@@ -20,6 +20,7 @@ DEFAULT_PORT = 15002
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 REMOTE_ENV = "SPARK_REMOTE"
 PROFILE_ENV = "SPARKSCOPE_PROFILE"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # the names of this machine a URL may give
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Target:
     @property
     def on_this_machine(self) -> bool:
         """The server runs here, so it sees this machine's files (relative paths need making absolute)."""
-        return self.host in ("localhost", "127.0.0.1", "::1")
+        return self.host in LOCAL_HOSTS
 
     @property
     def token_in_clear(self) -> bool:

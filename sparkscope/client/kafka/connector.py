@@ -144,5 +144,5 @@ class KafkaSupport:
             return (f"Kafka through sparkscope's own source and sink (no spark-sql-kafka connector on the server); "
                     f"{OLD_SPARK_NOTE}")
         return (f"Kafka through sparkscope's own source and sink (confluent-kafka in the server's Python): the "
-                f"server has no spark-sql-kafka connector (sparkscope server start --kafka adds {package} "
+                f"server has no spark-sql-kafka connector (a server started with spark.jars.packages={package} has it, "
                 f"where Maven Central is reachable)")

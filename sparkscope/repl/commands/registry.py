@@ -1,5 +1,5 @@
 """The one command registry: `@command(...)` declares a colon command with its usage and help, and
-`Registry` holds the declared ones (command_list.py lists them).
+`Registry` holds the declared ones (listing.py lists them).
 
 Argument splitting keeps Python expressions intact: whitespace inside quotes or brackets does not
 split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expression.
@@ -168,7 +168,7 @@ def command(name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tup
 
 
 class Registry:
-    """The colon commands, from an explicit list (command_list.REGISTRY is the REPL's)."""
+    """The colon commands, from an explicit list (listing.REGISTRY is the REPL's)."""
 
     def __init__(self, commands: Iterable[Command]) -> None:
         self.commands: dict[str, Command] = {}

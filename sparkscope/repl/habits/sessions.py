@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...client import _pyspark
-from ...client.connection.remote import parse_url
+from ...client.connection.remote import LOCAL_HOSTS, parse_url
 from ...client.errors import translate
 from ...client.logs import swallowed
 from .user_code import current
@@ -58,8 +58,7 @@ def _same_server(remote: str, target: Any) -> bool:
         other = parse_url(remote)
     except Exception:
         return False
-    local = ("localhost", "127.0.0.1", "::1")
-    same_host = other.host == target.host or (other.host in local and target.host in local)
+    same_host = other.host == target.host or (other.host in LOCAL_HOSTS and target.host in LOCAL_HOSTS)
     return same_host and other.port == target.port
 
 

@@ -57,16 +57,18 @@ def test_an_out_of_memory_server_is_one_line_that_says_what_to_do(channel):
     assert str(error) == ("The Spark server ran out of memory (Java heap space). Stop a query that keeps every "
                           "row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it without "
                           "sink='memory' (the default sink keeps the newest rows), or give the server more "
-                          "memory: sparkscope server start --driver-memory 8g.")
+                          "memory: sparkscope.LocalServer().start(driver_memory='8g') after stopping it.")
     assert repl_text(error).startswith("The Spark server ran out of memory (Java heap space). Stop a query that "
                                        "keeps every row (a --sink memory query of a raw stream) with :stop NAME,")
 
 
 def test_unknown_is_one_line_pointing_at_the_log(channel):
     error = translate(failure(channel, "UNKNOWN", "boom"))
-    assert str(error) == ("The server failed the call without saying why (boom). Its log says more (sparkscope "
-                          "server logs, for the embedded server); a server that ran out of memory ends calls "
-                          "this way.")
+    assert str(error) == ("The server failed the call without saying why (boom). Its log says more "
+                          "(LocalServer().log_lines(), for the embedded server); a server that ran out of memory "
+                          "ends calls this way.")
+    assert repl_text(error).endswith("Its log says more (sparkscope server logs, for the embedded server); a server "
+                                     "that ran out of memory ends calls this way.")
     assert "_MultiThreadedRendezvous" not in str(error) and "\n" not in str(error)
 
 

@@ -107,6 +107,7 @@ lint: $(TESTSTAMP)
 docs: $(STAMP)
 	$(BIN)/python scripts/command_reference.py
 	$(BIN)/python scripts/api_reference.py
+	$(BIN)/python scripts/module_map.py
 
 # sparkscope/jars/sparkscope-sink.jar from its source (needs a JDK; the jar is committed, users need only a JRE)
 sink-jar: $(STAMP)

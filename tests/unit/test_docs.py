@@ -11,12 +11,19 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import command_reference  # noqa: E402 - scripts/ is not a package
+import module_map  # noqa: E402
 
 
 def test_the_command_table_of_docs_repl_is_the_registrys():
     page = command_reference.PAGE.read_text()
     assert page == command_reference.page_with_table(page), "docs/repl.md is stale: run make docs"
     assert "| `:peek NAME [N]" in page
+
+
+def test_the_module_list_of_docs_architecture_is_the_package_s():
+    page = module_map.PAGE.read_text()
+    assert page == module_map.page_with_map(page), "docs/architecture.md's module list is stale: run make docs"
+    assert "- `delete_guard.py`: Every delete and overwrite sparkscope makes goes through here" in page
 
 
 def test_the_readme_is_a_front_door():

@@ -20,7 +20,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: sink-jar run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
+.PHONY: jar run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -109,9 +109,9 @@ docs: $(STAMP)
 	$(BIN)/python scripts/api_reference.py
 	$(BIN)/python scripts/module_map.py
 
-# sparkscope/jars/sparkscope-sink.jar from its source (needs a JDK; the jar is committed, users need only a JRE)
-sink-jar: $(STAMP)
-	$(BIN)/python scripts/build_sink_jar.py
+# sparkscope/jars/sparkscope.jar from its source (needs a JDK; the jar is committed, users need only a JRE)
+jar: $(STAMP)
+	$(BIN)/python scripts/build_jar.py
 
 server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop

@@ -24,6 +24,7 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, S
 from .connection.credentials import channel_credentials
 from .connection.probe import probe
 from .queries.bounded_sink import BoundedSink
+from .queries.server_classes import ServerClasses
 from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
 from .rows import Rows
@@ -117,9 +118,10 @@ class Session:
                                  kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
                                  auth=bool(target.token), tls=target.needs_tls,
                                  known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
-                                 bounded_sink=lambda: self._bounded_sink.load())
+                                 bounded_sink=lambda: self._classes.load())
         self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
-        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine)
+        self._classes = ServerClasses(spark)  # sparkscope's jar on the server: its sink, its memory source
+        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine, classes=self._classes)
         self._closed = False
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
@@ -127,7 +129,7 @@ class Session:
         self._stop_explaining: Callable[[], None] = lambda: None
         self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._book = QueryBook(self)
-        self._bounded_sink = BoundedSink(spark)
+        self._bounded_sink = BoundedSink(spark, self._classes)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
         self.here = here  # the embedded server of this machine, when this session may be on it
@@ -553,6 +555,8 @@ class Session:
             [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
         if drop_views and any(q.view for q in self.known_queries()):
             steps.append((lambda: self._starter.drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
+        if stop_queries:  # the memory sources a test fed go with the session, unless queries stay to read them
+            steps += [(source.forget, f"dropping the memory source {source.name}") for source in self.source.fed]
         steps.append((self.spark.stop, "releasing the session"))
         for step, what in steps:
             left = deadline - time.monotonic()

@@ -10,7 +10,7 @@ from pathlib import Path
 from .process_tree import SERVER_MARK, mark
 from .class_cache import quote_option
 from ..client.paths import server_config_dir
-from ..client.queries.bounded_sink import JAR as SINK_JAR
+from ..client.queries.server_classes import JAR as SPARKSCOPE_JAR
 from .ports import next_free_port
 from ..client.connection.remote import TOKEN_ENV
 from .info import SERVER_CLASS
@@ -38,9 +38,9 @@ def spark_submit(*, port: int, master: str, conf: dict[str, str], driver_memory:
         "spark.app.name": "sparkscope-connect",
     }
     settings.update(conf)
-    # sparkscope's default sink (client/queries/bounded_sink.py), for every session and, on a cluster, every executor;
+    # sparkscope's classes (its default sink, the memory source of its tests), for every session and every executor;
     # added by the application's class loader, so the JVM's own class path (and its class archive) stays the same
-    settings["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars", ""), str(SINK_JAR)]))
+    settings["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars", ""), str(SPARKSCOPE_JAR)]))
     # After an OutOfMemoryError a JVM goes on with threads that died mid-update (listener bus, state
     # maintenance, gRPC handlers) and answers wrongly. Exiting makes it visible: clients say the
     # server went away, and `server start --restore` restarts the catalogued queries from their

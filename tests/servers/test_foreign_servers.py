@@ -53,7 +53,7 @@ def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_ur
         assert "Missing: " + ("" if kind == "bare" else "python, ") + "foreachBatch, kafka, checkpoints." in out, out
         assert re.search(r"\| checkpoints +\| MISSING +\| no spark\.sql\.streaming\.checkpointLocation", out), out
     # the default sink needs no Python there: this client sends the server its jar
-    assert re.search(r"\| bounded sink +\| ok +\| sent by this client \(sparkscope-sink\.jar, a session artifact\)",
+    assert re.search(r"\| bounded sink +\| ok +\| sent by this client \(sparkscope\.jar, a session artifact\)",
                      out), out
     if kind == "bare":
         assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out

@@ -169,7 +169,7 @@ class Capabilities:
                   f"not loaded: {self.sink_problem}",
                   "the default sink of append and update streams: the newest rows, bounded (peek, tail, display())",
                   "" if self.sink_problem is None else "start queries with --sink memory (every row is kept), or add "
-                  "sparkscope's jar (sparkscope/jars/sparkscope-sink.jar) to the server's class path"),
+                  "sparkscope's jar (sparkscope/jars/sparkscope.jar) to the server's class path"),
             Check("foreachBatch", self.foreach_batch_problem() is None,
                   "ok" if self.foreach_batch_problem() is None else (
                       f"missing {', '.join(connect_missing)}" if connect_missing and not self.python_problem()

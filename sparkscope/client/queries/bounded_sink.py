@@ -9,7 +9,7 @@ does, and the driver drops what falls off the ring's end. No Python runs on the 
 server what the memory sink costs, and it runs on a server without pandas or pyarrow.
 
 The embedded server has the jar on its class path (server/command.py); any other server gets it from the client,
-as a session artifact (`spark.addArtifacts`), the first time a session starts a bounded query.
+as a session artifact, the first time a session starts a bounded query (server_classes.py).
 
 A ring is named after one run of one query (view_name); a temporary view named after the query, in the session
 that started it, selects the query's own columns from it, so `spark.table(name)` and SQL read it as they would a
@@ -21,17 +21,15 @@ it keeps starts again from its next batch.
 from __future__ import annotations
 
 import re
-import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
-from ..errors import UnsupportedOperation, missing_data_source, translate, translated
+from ..errors import translated
 from .planning import Retention
+from .server_classes import ServerClasses
 
 BATCH_COLUMN = "__sparkscope_batch"
 SINK_CLASS = "sparkscope.sink.KeepNewest"
-JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope-sink.jar"
 RING_GONE = "SPARKSCOPE_RING_GONE"  # the sink's error when it keeps no rows of that name (KeepNewest.java)
 
 
@@ -54,41 +52,16 @@ def ring_options(view: str, retention: Retention, mode: str) -> dict[str, str]:
 
 
 class BoundedSink:
-    """The bounded sink as one session uses it: its class loaded on the server (once), its rings made, read and
-    dropped. Every call that reads a ring makes sure the class loads first: a session that did not start the query
-    (a second REPL's :peek) reads it too."""
+    """The bounded sink as one session uses it: its rings made, read and dropped. Every call that reads a ring makes
+    sure the jar's classes load first: a session that did not start the query (a second REPL's :peek) reads it too."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, classes: ServerClasses) -> None:
         self._spark = spark
-        self._loaded: str | None = None  # where the class loads from, once it does
-        self._lock = threading.Lock()
+        self._classes = classes
 
     def load(self) -> str:
-        """Where the sink's class loads from on the server: its own class path (the embedded server has the jar),
-        or this session's artifact, sent now. One line (UnsupportedOperation) when the server cannot load it."""
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._load()
-            return self._loaded
-
-    def _load(self) -> str:
-        try:
-            check_loaded(self._spark)
-            return "on the server's class path"
-        except Exception as exc:
-            if not missing_data_source(exc):
-                raise translate(exc) from exc
-        with translated():
-            self._spark.addArtifacts(str(JAR))
-        try:
-            check_loaded(self._spark)
-        except Exception as again:
-            problem = translate(again).message
-            raise UnsupportedOperation(f"The server could not load sparkscope's bounded sink from the jar this session "
-                                       f"sent it: {problem}", "Start the query with --sink memory (it keeps every "
-                                       "row), or add sparkscope's jar to the server's class path",
-                                       code="bounded_sink_not_loaded", data={"problem": problem}) from again
-        return f"sent by this client ({JAR.name}, a session artifact)"
+        """Where the sink's class loads from on the server (server_classes.py)."""
+        return self._classes.load()
 
     def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str) -> dict[str, str]:
         """Make the (empty) ring before the query starts, so reading it never fails, and the temporary view named
@@ -121,8 +94,3 @@ class BoundedSink:
         self.load()
         with translated():
             self._spark.read.format(SINK_CLASS).option("ring", view).option("forget", "true").load().collect()
-
-
-def check_loaded(spark: Any) -> None:
-    """Raise what the server says when it cannot load the sink's class (DATA_SOURCE_NOT_FOUND): one RPC."""
-    spark.read.format(SINK_CLASS).option("ring", "sparkscope_check").option("forget", "true").load().schema  # noqa: B018

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
     from ..catalog.records import Catalog
     from ..connection.capabilities import ServerFacts
     from ..connection.remote import Target
@@ -39,3 +41,7 @@ class OwningSession(Protocol):
     def running(self) -> list[Query]: ...
 
     def known_queries(self) -> list[Query]: ...
+
+    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame: ...
+
+    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame: ...

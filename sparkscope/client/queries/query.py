@@ -7,16 +7,18 @@ import threading
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._pyspark import query_explain_string
 from ..catalog.checkpoints import WRITE_FAILURES, Resumption, no_space_at
-from ..errors import (QueryFailed, SparkscopeError, call, summarise_error,
+from ..errors import (QueryFailed, SparkscopeError, UnsupportedOperation, call, summarise_error,
                       session_closed, translate)
 from .planning import Retention, Trigger
 from ..monitoring.progress import Progress
+from ..rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
     from pyspark.sql.connect.streaming.query import StreamingQuery as ConnectStreamingQuery
     from pyspark.sql.streaming import StreamingQuery as ClassicStreamingQuery
 
@@ -74,6 +76,16 @@ def wait_in_slices(wait: Callable[[float], Any], timeout: float | None = None,
     return None
 
 
+class SinkOwner(Protocol):
+    """What a query asks of the session that knows it, to read what its sink kept."""
+
+    spark: Any
+
+    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame: ...
+
+    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame: ...
+
+
 class Query:
     """A streaming query started by (or found in) a sparkscope session."""
 
@@ -84,6 +96,7 @@ class Query:
         self._handle = handle
         # told when this process sees the query end: (query, "stopped" | "failed", short error)
         self.on_end: Callable[[Query, str, str | None], None] | None = None
+        self.owner: SinkOwner | None = None  # the session that knows it (QueryBook.add): its sink is read through it
         self.restart_note: str | None = None  # why the catalog cannot restart it, when it cannot
         self.name = name
         self.id: str = handle.id
@@ -207,6 +220,21 @@ class Query:
                 raise QueryFailed(f"Query {self.name} failed: {summarise_error(str(exc))}", "",
                                   type(exc).__name__) from exc
             raise error from exc
+
+    def rows(self, limit: int = 100_000) -> Rows:
+        """What its sink holds now, at most `limit` rows: the bounded sink's newest batch first, the memory sink's
+        table, a file sink's files."""
+        return fetch(self._owner().sink_dataframe(self), limit)
+
+    def batch_rows(self, batch_id: int, limit: int = 100_000) -> Rows:
+        """The rows batch `batch_id` wrote, while the bounded sink keeps them."""
+        return fetch(self._owner().batch_dataframe(self, batch_id), limit)
+
+    def _owner(self) -> SinkOwner:
+        if self.owner is None:
+            raise UnsupportedOperation(f"{self.name} was not started or found by a sparkscope session",
+                                       "Read it through ss.query(name)")
+        return self.owner
 
     def process_all_available(self) -> None:
         """Block until everything available in the sources has been processed (never on a rate source)."""

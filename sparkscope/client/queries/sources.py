@@ -1,4 +1,5 @@
-"""Streaming sources: `ss.source.rate(...)`, `.files(...)`, `.socket(...)`, `.table(...)`, `.kafka(...)`."""
+"""Streaming sources: `ss.source.rate(...)`, `.files(...)`, `.socket(...)`, `.table(...)`, `.kafka(...)`, and
+`.memory(...)`, the one a test feeds (memory_source.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, translate, translated
 from ..paths import for_server
+from .memory_source import MemorySource
+from .server_classes import ServerClasses
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..kafka.connector import KafkaSupport
@@ -17,10 +20,20 @@ PARSE_MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 
 
 class Sources:
-    def __init__(self, spark: Any, kafka: KafkaSupport, same_machine: bool = False):
+    def __init__(self, spark: Any, kafka: KafkaSupport, same_machine: bool = False,
+                 classes: ServerClasses | None = None):
         self._spark = spark
         self._kafka = kafka
         self._same_machine = same_machine
+        self._classes = classes or ServerClasses(spark)
+        self.fed: list[MemorySource] = []  # the memory sources made here: they go when the session closes
+
+    def memory(self, schema: str | StructType) -> MemorySource:
+        """A source a test feeds batch by batch: `src = ss.source.memory("user STRING, ts TIMESTAMP")`, a query
+        of `src.df`, then `src.add([("ana", "2018-03-02 10:00:00")])` makes one micro-batch of those rows."""
+        source = MemorySource(self._spark, self._classes, schema)
+        self.fed.append(source)
+        return source
 
     def rate(self, rows_per_second: int = 1, *, ramp_up_time: str | None = None,
              num_partitions: int | None = None) -> DataFrame:

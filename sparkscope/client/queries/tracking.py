@@ -41,6 +41,7 @@ class QueryBook:
 
     def add(self, query: Query, *, started_here: bool) -> None:
         """Know `query` from now on; `started_here`: this process started it (it did not find it running)."""
+        query.owner = self._s
         with self._lock:
             self._queries[query.id] = query
             if started_here:
@@ -68,6 +69,7 @@ class QueryBook:
                 if known is None or known.run_id != handle.runId:  # new, or restarted from its checkpoint
                     query = self._adopted(handle)
                     query.on_end = self.ended
+                    query.owner = self._s
                     query.files_here = self._s.target.on_this_machine
                     self._queries[handle.id] = query
             active_ids = {h.id for h in active}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import catalog, kafka, live, session, state, streams
+from . import catalog, feed, kafka, live, session, state, streams
 from .registry import Registry
 
 REGISTRY = Registry([
@@ -10,7 +10,7 @@ REGISTRY = Registry([
     streams.start, streams.queries, streams.progress, streams.peek, streams.status, streams.explain,
     streams.exception, streams.await_, streams.stop, streams.schema,
     # state
-    state.state, state.late,
+    state.state, state.late, feed.feed,
     # the catalog
     catalog.restart, catalog.forget, catalog.checkpoints,
     # Kafka

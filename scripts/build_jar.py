@@ -1,11 +1,11 @@
-"""Build sparkscope/jars/sparkscope-sink.jar from its source (sparkscope/jars/src/), reproducibly: `make sink-jar`.
+"""Build sparkscope/jars/sparkscope.jar from its source (sparkscope/jars/src/), reproducibly: `make jar`.
 
 The jar is committed, so that installing sparkscope needs only a Java runtime (many users have no JDK); this
 script is how it is made, and tests/unit/server/test_sink_jar.py checks that the committed jar is what the source
 compiles to. It compiles for Java 17 (`--release 17`) against the Spark jars of the installed pyspark, and writes
 the jar with fixed entry times, so the same JDK gives the same bytes.
 
-    .venv/bin/python scripts/build_sink_jar.py [OUT.jar]
+    .venv/bin/python scripts/build_jar.py [OUT.jar]
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "sparkscope" / "jars" / "src"
-JAR = ROOT / "sparkscope" / "jars" / "sparkscope-sink.jar"
+JAR = ROOT / "sparkscope" / "jars" / "sparkscope.jar"
 ENTRY_TIME = "2026-01-01T00:00:02Z"  # every entry's time: the jar's bytes depend on its source and the JDK alone
-COMPILE_AGAINST = ("spark-catalyst_", "spark-sql_", "spark-sql-api_", "spark-unsafe_", "spark-common-utils_", "scala-library-")
+COMPILE_AGAINST = ("spark-catalyst_", "spark-core_", "spark-sql_", "spark-sql-api_", "spark-unsafe_", "spark-common-utils_",
+                   "scala-library-")
 
 
 def build(out: Path) -> Path:

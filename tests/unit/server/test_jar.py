@@ -1,7 +1,7 @@
 """The bounded sink's jar (sparkscope/jars/): it is what its source compiles to, and its ring keeps what it should.
 
 Both need a JDK (javac): the jar is committed so that users need only a Java runtime, and this is the check that
-it was built from the source beside it (scripts/build_sink_jar.py, `make sink-jar`)."""
+it was built from the source beside it (scripts/build_jar.py, `make jar`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-JAR = ROOT / "sparkscope" / "jars" / "sparkscope-sink.jar"
+JAR = ROOT / "sparkscope" / "jars" / "sparkscope.jar"
 needs_jdk = pytest.mark.skipif(not (shutil.which("javac") and shutil.which("jar")), reason="needs a JDK (javac, jar)")
 
 
@@ -25,17 +25,17 @@ def _jdk() -> str:
 @needs_jdk
 def test_the_committed_jar_is_what_its_source_compiles_to(tmp_path):
     built = tmp_path / "sink.jar"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_sink_jar.py"), str(built)], check=True,
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_jar.py"), str(built)], check=True,
                    capture_output=True, text=True)
     with zipfile.ZipFile(JAR) as committed, zipfile.ZipFile(built) as fresh:
         made_by = committed.read("META-INF/MANIFEST.MF").decode()
         if f"Created-By: {_jdk()}" not in made_by:
             pytest.skip(f"the jar was built by another JDK ({made_by.split('Created-By: ')[-1].strip()}); "
-                        "`make sink-jar` rebuilds it with this one")
+                        "`make jar` rebuilds it with this one")
         classes = sorted(name for name in fresh.namelist() if name.endswith(".class"))
         assert sorted(name for name in committed.namelist() if name.endswith(".class")) == classes
         changed = [name for name in classes if committed.read(name) != fresh.read(name)]
-    assert changed == [], "the jar is older than its source: run `make sink-jar` and commit the jar"
+    assert changed == [], "the jar is older than its source: run `make jar` and commit the jar"
 
 
 @needs_jdk

@@ -1,0 +1,93 @@
+"""A streaming source a test feeds, batch by batch, over Spark Connect: `ss.source.memory("user STRING, ts TIMESTAMP")`.
+
+Spark's own MemoryStream needs a classic JVM session; over Spark Connect a test had only a rate source and sleep.
+Here each `add(rows)` sends the rows to the server as any createDataFrame does (no filesystem shared with it) and
+they become one batch of the feed, kept in the server driver's memory (sparkscope/jars: feed/); a query reading
+`src.df` takes exactly one added batch per micro-batch, so a test knows which rows each batch saw, and
+`query.process_all_available()` returns once every added batch was processed. The feed goes with the session
+(Session.close drops it) or with the server. It needs no Python on the server, so it works on any Spark 4.x server.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, translated
+from .server_classes import ServerClasses
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+READER = "sparkscope.feed.FeedSource"
+WRITER = "sparkscope.feed.FeedWriter"
+
+
+def feed_of(description: str) -> str | None:
+    """The feed a query reads, from its source's description in its progress ('sparkscope-feed[NAME]')."""
+    text = description.strip()
+    if text.startswith("sparkscope-feed[") and text.endswith("]"):
+        return text[len("sparkscope-feed["):-1]
+    return None
+
+
+class MemorySource:
+    """One feed: `df` is its streaming DataFrame, `add(rows)` adds one batch, `batches` counts what was added."""
+
+    def __init__(self, spark: Any, classes: ServerClasses, schema: str | StructType, name: str | None = None):
+        self._spark = spark
+        self.name = name or f"sparkscope_feed_{uuid.uuid4().hex[:12]}"
+        classes.load()
+        with translated():
+            self.schema: StructType = (spark.createDataFrame([], schema).schema if isinstance(schema, str)
+                                       else schema)
+            spark.read.format(WRITER).option("feed", self.name).option("schema", self.schema.json()).load() \
+                .schema  # noqa: B018 - analysing the read makes the feed (one RPC)
+            self.df: DataFrame = spark.readStream.format(READER).option("feed", self.name).load()
+        self.batches = 0
+
+    def __repr__(self) -> str:
+        return f"<sparkscope memory source {self.name}: {self.batches} batches added ({self.schema.simpleString()})>"
+
+    def add(self, rows: Iterable[Any]) -> int:
+        """Add one batch: tuples (in the schema's order), dicts (by column name) or Rows. A string given for a
+        timestamp or date column is read as ISO 8601 ('2018-03-02 10:00:00'). Returns the batch's number (0 first);
+        each added batch is one micro-batch of a query that reads `df`."""
+        given = [self._row(row) for row in rows]
+        with translated():
+            self._spark.createDataFrame(given, self.schema).write.format(WRITER).option("feed", self.name) \
+                .mode("append").save()
+        self.batches += 1
+        return self.batches - 1
+
+    def forget(self) -> None:
+        """Drop what the feed keeps on the server (a query still reading it fails)."""
+        with translated():
+            self._spark.read.format(WRITER).option("feed", self.name).option("forget", "true").load().schema  # noqa: B018
+
+    def _row(self, row: Any) -> tuple[Any, ...]:
+        fields = self.schema.fields
+        if isinstance(row, Mapping) or hasattr(row, "asDict"):
+            values = dict(row.asDict() if hasattr(row, "asDict") else row)
+            unknown = set(values) - {f.name for f in fields}
+            if unknown:
+                raise ConfigError(f"{', '.join(sorted(unknown))} {'is not a column' if len(unknown) == 1 else 'are not columns'}"
+                                  f" of this source ({self.schema.simpleString()})", "Name its columns, or give tuples")
+            row = tuple(values.get(f.name) for f in fields)
+        row = tuple(row) if isinstance(row, (list, tuple)) else (row,)
+        if len(row) != len(fields):
+            raise ConfigError(f"{row!r} has {len(row)} values; this source has {len(fields)} columns "
+                              f"({self.schema.simpleString()})", "Give one value per column, in their order")
+        return tuple(_value(value, field.dataType.typeName()) for value, field in zip(row, fields, strict=True))
+
+
+def _value(value: Any, type_name: str) -> Any:
+    """A value as createDataFrame takes it: an ISO 8601 string for a timestamp or date column made a datetime."""
+    if isinstance(value, str) and type_name in ("timestamp", "timestamp_ntz"):
+        return _dt.datetime.fromisoformat(value)
+    if isinstance(value, str) and type_name == "date":
+        return _dt.date.fromisoformat(value)
+    return value

@@ -1,0 +1,97 @@
+"""`:feed SOURCE ROWS`: the seeds' lessons made interactive. It adds one batch of rows to a memory source
+(`src = ss.source.memory(...)`), has every running query that reads it process the batch, then shows what changed:
+the rows each new batch wrote, the watermark the next batch runs with, and the late rows a batch dropped."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...client.errors import SparkscopeError
+from ...client.queries.memory_source import MemorySource, feed_of
+from ..output.render import watermark as shown_watermark
+from ..output.results import Block, Message, Result, Table
+from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...client.queries.query import Query
+    from ..context import CommandContext
+
+
+@command("feed", "Add one batch of rows to a memory source, let its queries process it, and show what changed",
+         args=(Arg("SOURCE", complete=Complete.DATAFRAME), Arg("ROWS", optional=True)), tail=Tail.EXPRESSION,
+         runs=Runs.WAITS)
+def feed(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    source = ctx.namespace.get(args[0])
+    if not isinstance(source, MemorySource):
+        raise UsageError(f"'{args[0]}' is not a memory source",
+                         f"Make one: {args[0]} = ss.source.memory(\"user STRING, ts TIMESTAMP\")")
+    if len(args) < 2:
+        raise UsageError(f":feed {args[0]} needs rows", f"e.g. :feed {args[0]} (\"ana\", \"2018-03-02 10:00:00\"), "
+                         "(\"bob\", \"2018-03-02 10:05:00\")")
+    given = ctx.evaluate(args[1])
+    rows: list[object] = list(given) if isinstance(given, (list, tuple)) and (isinstance(given, list) or _several(given)) \
+        else [given]
+    readers = _readers(ctx, source)
+    before = {query.id: _last_batch(query) for query in readers}
+    batch = source.add(rows)
+    said: list[Table | Message | Block] = [Message(f"Added batch {batch} of {args[0]} ({len(rows)} row{'s' if len(rows) != 1 else ''})"
+                                           + ("; no running query reads it (:start one of its .df)" if not readers
+                                              else ""))]
+    for query in readers:
+        query.process_all_available()
+        said += _changes(query, before[query.id])
+    return said
+
+
+def _several(given: object) -> bool:
+    """A tuple of rows (`:feed src (…), (…)`), as opposed to one row given as a tuple of values."""
+    return isinstance(given, tuple) and bool(given) and all(isinstance(item, (tuple, list, dict)) for item in given)
+
+
+def _readers(ctx: CommandContext, source: MemorySource) -> list[Query]:
+    """The running queries of the session that read `source`: by their sources' description, or, before their first
+    batch, by their plan."""
+    found = []
+    for query in ctx.session.running():
+        progress = query.progress
+        if progress is not None and progress.sources:
+            if any(feed_of(s.description) == source.name for s in progress.sources):
+                found.append(query)
+        elif f"sparkscope-feed[{source.name}]" in query.explain():
+            found.append(query)
+    return found
+
+
+def _last_batch(query: Query) -> int:
+    progress = query.progress
+    return progress.batch_id if progress is not None else -1
+
+
+def _changes(query: Query, since: int) -> list[Table | Message | Block]:
+    """What the batches after `since` did: their output rows, the late rows they dropped, the watermark now."""
+    batches = [p for p in query.history if p.batch_id > since]
+    said: list[Table | Message | Block] = []
+    for progress in batches:
+        if not progress.input_rows and not progress.dropped_by_watermark:
+            continue  # a batch that only moved the watermark on
+        try:
+            written = query.batch_rows(progress.batch_id) if query.view else None
+        except SparkscopeError:
+            written = None
+        if written is not None:
+            said.append(Table(written.columns, [list(row) for row in written.rows],
+                              title=f"{query.name}, batch {progress.batch_id}: {progress.input_rows} rows in, "
+                                    f"{len(written.rows)} out",
+                              footer=None))
+        dropped = progress.dropped_by_watermark
+        if dropped:
+            said.append(Message(f"{query.name}, batch {progress.batch_id}: {dropped} late row{'s' if dropped != 1 else ''}"
+                                f" dropped (its event time at or before the watermark {shown_watermark(progress.watermark)})"))
+    latest = query.progress
+    watermark = latest.watermark if latest is not None and latest.watermark else None
+    if watermark and not watermark.startswith("1970-01-01"):
+        said.append(Message(f"{query.name}: watermark {shown_watermark(watermark)} "
+                            "(a row at or before it is late from the next batch on)"))
+    elif not said:
+        said.append(Message(f"{query.name}: processed, no batch wrote rows"))
+    return said

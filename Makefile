@@ -72,7 +72,7 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(TESTSTAMP) $(SERVER_VENVS)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers
+	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers
 	$(BIN)/python -m pytest tests/cluster -q
 	$(BIN)/python -m pytest tests/servers -q --durations=5
 

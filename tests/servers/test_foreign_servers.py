@@ -196,3 +196,19 @@ def test_a_udf_runs_or_says_what_the_server_lacks(repl, kind):
                             r"version on both sides\. Run this client with Python \1, or use a server whose Python "
                             r"is \2 \(docs/clusters\.md\)\.", out.strip().splitlines()[-1]), out
     assert WORKER_FAILED not in out
+
+
+def test_the_stream_test_of_docs_testing_passes_on_this_server(remote_url, tmp_path):
+    """The test docs/testing.md writes (seed 002's late mobile event fed in three batches), run by pytest with the
+    plugin's --sparkscope-remote: on a bare server too, the memory source needs no Python there."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    block = next(code for code in re.findall(r"```python\n(.*?)```", page, re.S) if "def test_" in code)
+    (tmp_path / "test_from_the_docs.py").write_text(block)
+    ran = subprocess.run([sys.executable, "-m", "pytest", "test_from_the_docs.py", "-q", "-p", "no:cacheprovider",
+                          "--sparkscope-remote", remote_url], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]

@@ -40,8 +40,9 @@ def _main(argv: list[str] | None) -> int:
     diagnostics.configure(debug=args.debug)
     if args.version:
         from .. import __version__
+        from ..client._pyspark import client_version
 
-        print(f"sparkscope {__version__}")
+        print(f"sparkscope {__version__} (pyspark {client_version()})")
         return 0
     try:
         if args.subcommand == "server":

@@ -22,6 +22,28 @@ __all__ = ["ReaderSettings", "SaveSettings", "WriterSettings", "builder_options"
            "pyspark_classes"]
 
 CHECKED_AGAINST = "4.3.0"
+OLDEST_CLIENT = "4.0.0"  # the pyspark clients sparkscope works beside: 4.0 to 4.3 (pyproject's range)
+
+
+def client_version() -> str:
+    """The version of the pyspark this process runs (pyspark.__version__, without importing pyspark's sql)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pyspark")
+    except PackageNotFoundError:  # pragma: no cover - sparkscope depends on it
+        return "unknown"
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """'4.1.4' as (4, 1, 4); '4.2.0.dev1' as (4, 2, 0); () when it is not a version."""
+    parts = []
+    for piece in (text or "").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
 
 # The private names used below, as (where, attribute): the adapter test checks each still exists.
 INTERNALS = (

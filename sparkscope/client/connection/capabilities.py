@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import Cancelled, python_probe_failure, translate, translated
 from ..logs import log, swallowed
 from ..paths import write_private
+from .._pyspark import client_version, version_tuple
 
 CLIENT_PYTHON = "%d.%d.%d" % sys.version_info[:3]
 # What Connect's foreachBatch worker imports on the server (pyspark.sql.connect.utils.check_dependencies)
@@ -104,6 +105,7 @@ class Capabilities:
     tls: bool
     probe_seconds: float
     client_python: str = CLIENT_PYTHON
+    client_pyspark: str = field(default_factory=client_version)
     sink_problem: str | None = None  # why the bounded sink's class does not load there (None: it does)
     sink_found: str = "not asked"  # where it loads from: the server's class path, or this client's jar
 
@@ -141,6 +143,16 @@ class Capabilities:
         problem = self.own_kafka_problem()
         return None if problem is None else f"the server has no spark-sql-kafka connector, and {problem}"
 
+    def newer_server(self) -> str | None:
+        """One line when the server's Spark is a newer line than this client's pyspark (Spark Connect's rule: a
+        client works against servers of its own version and older ones), else None."""
+        server, client = version_tuple(self.spark_version)[:2], version_tuple(self.client_pyspark)[:2]
+        if not server or not client or server <= client:
+            return None
+        line = ".".join(str(n) for n in server)
+        return (f"the server runs Spark {self.spark_version} and this client pyspark {self.client_pyspark}: a client "
+                f"works against servers of its own version and older ones; install pyspark[connect]=={line}.* here")
+
     # -- the table --------------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         python = self.python
@@ -160,7 +172,9 @@ class Capabilities:
             kafka_found = "none: no spark-sql-kafka connector" + (
                 f", and no {', '.join(kafka_missing)} for sparkscope's own" if kafka_missing else "")
         return [
-            Check("spark", True, f"{self.spark_version} at {self.url}", "everything"),
+            Check("spark", self.newer_server() is None, f"{self.spark_version} at {self.url}; this client's pyspark: "
+                  f"{self.client_pyspark}", "everything",
+                  "" if self.newer_server() is None else str(self.newer_server())),
             Check("python", self.python_problem() is None,
                   python_found + (f"; this client: {self.client_python}" if python.version else ""),
                   "Python code on the server: UDFs, foreachBatch, Python data sources",
@@ -199,7 +213,9 @@ class Capabilities:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Capabilities:
-        return cls(**{**data, "python": ServerPython(**data["python"])})
+        """Kept capabilities; what they say of this client (its Python, its pyspark) is this process's own."""
+        return cls(**{**data, "python": ServerPython(**data["python"]), "client_python": CLIENT_PYTHON,
+                      "client_pyspark": client_version()})
 
 
 # -- learning it --------------------------------------------------------------------------------------

@@ -152,3 +152,16 @@ def test_a_worker_that_never_connected_back_is_one_line_pointing_at_server_check
 def test_the_same_words_from_this_clients_own_python_are_not_the_servers():
     error = translate(ModuleNotFoundError("No module named 'sklearn'"))
     assert type(error) is SparkscopeError and "server" not in error.message
+
+
+def test_a_server_newer_than_this_client_is_said_in_its_row():
+    from dataclasses import replace
+
+    found = replace(caps(full_python()), spark_version="4.3.0", client_pyspark="4.1.4")
+    row = found.checks()[0]
+    assert (row.capability, row.ok) == ("spark", False)
+    assert row.found == "4.3.0 at sc://spark:15002; this client's pyspark: 4.1.4"
+    assert row.fix == ("the server runs Spark 4.3.0 and this client pyspark 4.1.4: a client works against servers of "
+                       "its own version and older ones; install pyspark[connect]==4.3.* here")
+    assert replace(found, spark_version="4.0.5").newer_server() is None  # an older server: fine
+    assert replace(found, spark_version="4.1.0").newer_server() is None  # the same line

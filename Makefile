@@ -9,7 +9,8 @@ SOAK_MINUTES ?= 60
 # Servers that are not sparkscope's own, for the tests' server tier (tests/foreign_server.py): each a venv of its
 # own, built once (pip's cache keeps a rebuild fast). `bare` is the pinned pyspark without extras (the official
 # image's Python); `spark-4.0` is the oldest Spark line we support, its Python made from server-config/requirements.txt.
-PYSPARK_PIN := $(shell sed -n 's/.*"pyspark\[connect\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
+# pyproject.toml takes any pyspark from 4.0 to 4.3 (beside a project's own); sparkscope's own venv holds the newest
+PYSPARK_PIN := 4.3.0
 OLDEST_SPARK := 4.0.5
 SERVER_VENVS := .venv-servers/bare/.installed .venv-servers/spark-4.0/.installed
 # A third server runs the bare pyspark on another Python minor version than the client's, when this machine has
@@ -20,7 +21,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: jar run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
+.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -30,7 +31,7 @@ $(BIN)/python:
 # pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing sparkscope and pyspark into $(VENV) (about 450 MB; a minute or two the first time)…"
-	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . | grep -v '^Requirement already satisfied' || true
+	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
 	@$(BIN)/python -c 'import sparkscope, pyspark' && touch $@
 	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate"
 
@@ -61,6 +62,18 @@ install: $(STAMP)
 
 server-venvs: $(SERVER_VENVS)
 
+# The client tier (tests/clients/): sparkscope installed beside an older pyspark client, one venv per line, each
+# keeping the pyspark it was given (pip resolves sparkscope's range around it).
+CLIENT_LINES := 4.0.5 4.1.4 4.2.1
+CLIENT_VENVS := $(foreach v,$(CLIENT_LINES),.venv-clients/$(v)/.installed)
+.venv-clients/%/.installed: pyproject.toml
+	rm -rf .venv-clients/$* && $(PYTHON) -m venv .venv-clients/$*
+	PYTHONWARNINGS=ignore .venv-clients/$*/bin/pip install -q "pyspark[connect]==$*" 2>&1 | grep -v "^WARNING: Location" || true
+	PYTHONWARNINGS=ignore .venv-clients/$*/bin/pip install -q -e . pytest pexpect pyte 2>&1 | grep -v "^WARNING: Location" || true
+	@test "$$(.venv-clients/$*/bin/python -c 'import pyspark; print(pyspark.__version__)')" = "$*" && touch $@
+
+client-venvs: $(CLIENT_VENVS)
+
 run: $(STAMP)
 	@$(BIN)/sparkscope
 
@@ -70,11 +83,17 @@ run: $(STAMP)
 # The cluster tier (a standalone master, two workers and the Connect server) runs after the rest, in its
 # own pytest process, so that no other Spark runs beside it.
 TEST_WORKERS ?= 2
-test: $(TESTSTAMP) $(SERVER_VENVS)
+test: $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers
+	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients
 	$(BIN)/python -m pytest tests/cluster -q
 	$(BIN)/python -m pytest tests/servers -q --durations=5
+	@for v in $(CLIENT_LINES); do echo "== the client tier: pyspark $$v"; \
+	  SPARKSCOPE_CLIENT_PYSPARK=$$v .venv-clients/$$v/bin/python -m pytest tests/clients -q -p no:cacheprovider || exit 1; done
+
+test-clients: $(TESTSTAMP) $(CLIENT_VENVS)
+	@for v in $(CLIENT_LINES); do echo "== the client tier: pyspark $$v"; \
+	  SPARKSCOPE_CLIENT_PYSPARK=$$v .venv-clients/$$v/bin/python -m pytest tests/clients -q -p no:cacheprovider || exit 1; done
 
 test-servers: $(TESTSTAMP) $(SERVER_VENVS)
 	$(BIN)/python -m pytest tests/servers -q --durations=5
@@ -117,4 +136,4 @@ server-stop: $(STAMP)
 	$(BIN)/sparkscope server stop
 
 clean:
-	rm -rf $(VENV) .venv-servers build *.egg-info
+	rm -rf $(VENV) .venv-servers .venv-clients build *.egg-info

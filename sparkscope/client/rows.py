@@ -13,6 +13,11 @@ from typing import IO, Any
 EXPORT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
 
+class MapValue(dict):
+    """A Spark map's value: its entries, as a dict (Arrow hands a map over as a list of key-value pairs, which would
+    read as an array). It is shown as Spark shows a map, {key -> value}, and as a JSON object."""
+
+
 @dataclass(frozen=True)
 class Rows:
     columns: list[str]
@@ -33,7 +38,7 @@ class Rows:
     @classmethod
     def from_arrow(cls, table: Any) -> Rows:
         columns = list(table.column_names)
-        data: Sequence[list] = [col.to_pylist() for col in table.columns]
+        data: Sequence[list] = [_maps_as_dicts(col.to_pylist(), col.type) for col in table.columns]
         rows = list(zip(*data, strict=False)) if data else []
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
 
@@ -85,3 +90,46 @@ def write_rows(rows: Rows, path: str | Path) -> int:
 def fetch(df: Any, n: int) -> Rows:
     """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel."""
     return Rows.from_arrow(df.limit(n).toArrow())
+
+
+def _maps_as_dicts(values: list[Any], arrow_type: Any) -> list[Any]:
+    """A column's values with every map in them (at any depth) a MapValue; as they are when the type holds none."""
+    if not _holds_map(arrow_type):
+        return values
+    return [_converted(value, arrow_type) for value in values]
+
+
+def _holds_map(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _holds_map(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return any(_holds_map(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    return False
+
+
+def _converted(value: Any, arrow_type: Any) -> Any:
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_map(arrow_type):
+        return MapValue((_key(_converted(k, arrow_type.key_type)), _converted(v, arrow_type.item_type))
+                        for k, v in value)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return [_converted(item, arrow_type.value_type) for item in value]
+    if pa.types.is_struct(arrow_type):
+        return {field.name: _converted(value.get(field.name), field.type) for field in arrow_type}
+    return value
+
+
+def _key(key: Any) -> Any:
+    """A map's key as a dict key: a struct or array key (Spark allows them) as a tuple."""
+    if isinstance(key, dict):
+        return tuple(_key(v) for v in key.values())
+    if isinstance(key, list):
+        return tuple(_key(v) for v in key)
+    return key

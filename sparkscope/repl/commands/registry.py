@@ -190,7 +190,7 @@ class Registry:
         key = self._aliases.get(name, name)
         if key in self.commands:
             return self.commands[key]
-        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
+        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.75)  # a slip (:strat), not any word
         hint = f"Did you mean :{close[0]}? " if close else ""
         raise UsageError(f"Unknown command :{name}", hint + "Type :help for the list")
 

@@ -105,12 +105,12 @@ class Live:
         if self.dashboard is not None:
             self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")
             return
-        more = f" (and {batch.more} more)" if batch.more else ""
         what = "rows in the result" if batch.mode == "complete" else "new rows"
+        counted = f"{len(batch.rows.rows)} of {batch.total}" if batch.more else f"{batch.total}"
         cut = self._truncate.get(batch.query)
         rows = [[_cut(value, cut) for value in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
         table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
-                      footer=f"({batch.total} {what}{more})", layout="whole" if cut == WHOLE else None)
+                      footer=f"({counted} {what})", layout="whole" if cut == WHOLE else None)
         self.say(render(table))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...client.errors import translate
 from ..hints import repl_text
+from ...client.rows import MapValue
 from .results import Block, Message, Result, Table
 
 FORMATS = ("table", "json", "vertical")
@@ -38,8 +39,11 @@ def natural_width(table: Table) -> int:
 
 # Control characters a value may carry (from a topic, a file, a user's table): C0 but newline (shown as \n where a
 # value is cut to a column), DEL and C1. Printed raw, ESC and BEL drive the terminal (set its title, colour the
-# screen), and a tab breaks a table's borders.
-_CONTROL = "[\x00-\x09\x0b-\x1f\x7f-\x9f]"  # compiled on first use (re caches it)
+# screen), and a tab breaks a table's borders. Format characters too (zero-width space and joiners, bidi marks,
+# the byte-order mark): a terminal draws them in no width, or one, and a table's borders no longer line up; shown
+# as escapes they line up, and a hidden character in the data is seen.
+_CONTROL = ("[\x00-\x09\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+            "\u2066-\u206f\ufeff]")  # compiled on first use (re caches it)
 _NAMED = {"\t": "\\t", "\r": "\\r"}
 
 
@@ -47,7 +51,12 @@ def visible(text: str) -> str:
     """`text` with every control character but newline shown as an escape: \t, \r, \x1b, \x07, \x9b."""
     if not re.search(_CONTROL, text):
         return text
-    return re.sub(_CONTROL, lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+    return re.sub(_CONTROL, lambda m: _NAMED.get(m.group(), _escape(m.group())), text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def cell(value: Any) -> str:
@@ -58,11 +67,15 @@ def cell(value: Any) -> str:
     if isinstance(value, _dt.datetime):
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         return text + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+    if isinstance(value, MapValue):  # Spark prints a map's entries as key -> value
+        return "{" + ", ".join(f"{cell(k)} -> {cell(v)}" for k, v in value.items()) + "}"
     if isinstance(value, dict):
         return "{" + ", ".join(cell(v) for v in value.values()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(cell(v) for v in value) + "]"
     if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return _NOT_FINITE[str(value)]
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
     if isinstance(value, bytes):
         return value.hex()
@@ -98,7 +111,8 @@ def render_table(table: Table, width: int | None = None) -> str:
     parts = [table.title] if table.title else []
     parts.append(body)
     count = len(table.rows)
-    footer = table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''})"
+    footer = table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''}" + (
+        ", 0 columns)" if not table.columns else ")")
     parts.extend(textwrap.fill(line, width) if len(line) > width else line for line in footer.splitlines())
     return "\n".join(p for p in parts if p)
 
@@ -151,13 +165,18 @@ def render_vertical(table: Table, width: int | None = None) -> str:
     return "\n".join(out)
 
 
+_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # as Spark prints them; JSON has none
+
+
 def jsonable(value: Any) -> Any:
+    if isinstance(value, float) and str(value) in _NOT_FINITE:
+        return _NOT_FINITE[str(value)]
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a struct's fields, or a map's entries: a JSON object either way
+        return {cell(k) if isinstance(value, MapValue) else str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, bytes):
@@ -180,7 +199,7 @@ def to_json(command: str, result: Result) -> str:
             if item.data is not None:
                 payload["data"] = jsonable(item.data)
                 payload.pop("text")
-    return json.dumps(payload, default=str)
+    return json.dumps(payload, default=str, allow_nan=False)
 
 
 def show(command: str, result: Result, fmt: str = "table") -> str:
@@ -235,7 +254,7 @@ def value_json(value: Any, text: str) -> str:
     """A Python expression's value for --format json: the value itself when JSON can hold it."""
     plain = jsonable(value)
     try:
-        return json.dumps({"value": plain})
+        return json.dumps({"value": plain}, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps({"value": text})
 

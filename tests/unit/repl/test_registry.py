@@ -87,3 +87,17 @@ def test_arguments_complete_what_the_registry_declares():
     assert offer(["--limit", "5"], "c", "tail") == ["counts", "clicks"]  # an option's value is not an argument
     assert offer([], "k", "help") == ["keys"]
     assert offer(["vi"], "o", "set") == ["on", "off"]
+
+
+def test_an_unknown_command_suggests_only_a_close_name():
+    import pytest
+
+    from sparkscope.repl.commands.listing import REGISTRY
+    from sparkscope.repl.commands.registry import UsageError
+
+    with pytest.raises(UsageError) as slip:
+        REGISTRY.parse(":strat ticks")
+    assert str(slip.value) == "Unknown command :strat. Did you mean :start? Type :help for the list."
+    with pytest.raises(UsageError) as nonsense:
+        REGISTRY.parse(":nonsense")
+    assert str(nonsense.value) == "Unknown command :nonsense. Type :help for the list."

@@ -52,3 +52,43 @@ def test_control_characters_in_values_and_errors_print_as_escapes_and_keep_the_b
     assert len({len(line) for line in text.splitlines()[:-1]}) == 1  # every line of the table as wide
     assert visible("plain, ünïcode ✓") == "plain, ünïcode ✓"
     assert "\x1b" not in error_line(ValueError("bad \x1b[31mred"))
+
+
+# -- what the screen shows, as Spark shows it (issue 51) ----------------------------------------------------------
+def test_not_a_number_and_the_infinities_are_spelled_as_spark_prints_them_and_json_stays_json():
+    import json
+
+    from sparkscope.repl.output.render import cell, to_json
+    from sparkscope.repl.output.results import Table
+
+    assert [cell(v) for v in (float("nan"), float("inf"), float("-inf"), 1.5)] == ["NaN", "Infinity", "-Infinity",
+                                                                                     "1.5"]
+    text = to_json("sql", Table(["x"], [(float("nan"),), (float("inf"),)]))
+    assert json.loads(text)["rows"] == [{"x": "NaN"}, {"x": "Infinity"}]  # parses: no bare NaN token
+
+
+def test_a_map_is_shown_as_spark_shows_it_and_is_an_object_in_json():
+    import json
+
+    import pyarrow as pa
+
+    from sparkscope.client.rows import Rows
+    from sparkscope.repl.output.render import cell, to_json
+    from sparkscope.repl.output.results import Table
+
+    nested = pa.map_(pa.string(), pa.list_(pa.map_(pa.string(), pa.int64())))
+    rows = Rows.from_arrow(pa.table({"m": pa.array([[("k", [[("x", 1)]])]], type=nested)}))
+    assert cell(rows.rows[0][0]) == "{k -> [{x -> 1}]}"  # map('k', array(map('x', 1)))
+    assert json.loads(to_json("sql", Table(rows.columns, rows.rows)))["rows"] == [{"m": {"k": [{"x": 1}]}}]
+    structs = Rows.from_arrow(pa.table({"s": [{"a": 1, "b": "x"}]}))
+    assert cell(structs.rows[0][0]) == "{1, x}"  # a struct stays as Spark prints one
+
+
+def test_zero_width_characters_are_escaped_so_the_borders_line_up():
+    text = render_table(Table(["s"], [("a\u200bb\u200dc",), ("abc",)]), 80)
+    widths = {len(line) for line in text.splitlines() if line.startswith(("|", "+"))}
+    assert len(widths) == 1 and "a\\u200bb\\u200dc" in text
+
+
+def test_a_result_of_rows_without_columns_says_both():
+    assert render_table(Table([], [(), (), ()]), 80) == "(3 rows, 0 columns)"

@@ -7,7 +7,6 @@ split, so `:start counts spark.sql("select 1 as x") --sink memory` has one expre
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -167,6 +166,29 @@ def command(name: str, summary: str, *, args: tuple[Arg, ...] = (), options: tup
     return declare
 
 
+def typo_distance(a: str, b: str) -> int:
+    """Edits from `a` to `b`: a letter added, dropped, changed, or two neighbours swapped (Damerau-Levenshtein)."""
+    rows = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        rows[i][0] = i
+    for j in range(len(b) + 1):
+        rows[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)]
+
+
+def closest(name: str, names: list[str]) -> str | None:
+    """The name `name` is a slip of (:strat for :start, :peak for :peek), or None: one edit for a short name, two
+    for a longer one; never a mere likeness (:nonsense is no :connect)."""
+    allowed = 1 if len(name) <= 4 else 2
+    ranked = sorted((typo_distance(name, known), known) for known in names)
+    return ranked[0][1] if ranked and ranked[0][0] <= allowed else None
+
+
 class Registry:
     """The colon commands, from an explicit list (listing.REGISTRY is the REPL's)."""
 
@@ -190,8 +212,8 @@ class Registry:
         key = self._aliases.get(name, name)
         if key in self.commands:
             return self.commands[key]
-        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.75)  # a slip (:strat), not any word
-        hint = f"Did you mean :{close[0]}? " if close else ""
+        close = closest(name, self.names())
+        hint = f"Did you mean :{close}? " if close else ""
         raise UsageError(f"Unknown command :{name}", hint + "Type :help for the list")
 
     def parse(self, line: str) -> Invocation:

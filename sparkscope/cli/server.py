@@ -29,7 +29,8 @@ def server_main(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace, result: Result, code: int = 0) -> int:
-    text = show(f"server {args.action}" if args.subcommand == "server" else args.subcommand, result, args.format)
+    text = show(f"server {args.action}" if args.subcommand == "server" else args.subcommand, result, args.format,
+                ok=code == 0)  # JSON's "ok" agrees with the exit code (server check exits 1 when something lacks)
     if text:
         print(text, flush=True)
     return code

@@ -8,6 +8,7 @@ back`.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -67,6 +68,9 @@ def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_ur
         assert re.search(rf"use Python {found.group(1)} for this client, or a server image with Python "
                          rf"{found.group(2)}", out), out
     assert WORKER_FAILED not in out + done.stderr
+    as_json = run_sparkscope("server", "check", "--remote", remote_url, "--format", "json", timeout=180)
+    assert as_json.returncode == done.returncode
+    assert json.loads(as_json.stdout)["ok"] is (done.returncode == 0)  # "ok" agrees with the exit code
 
 
 def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):

@@ -184,9 +184,9 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def to_json(command: str, result: Result) -> str:
-    """One JSON object per command."""
-    payload: dict = {"command": command, "ok": True}
+def to_json(command: str, result: Result, ok: bool = True) -> str:
+    """One JSON object per command; `ok` is what its exit code says."""
+    payload: dict = {"command": command, "ok": ok}
     for item in result if isinstance(result, list) else [result]:
         if isinstance(item, Table):
             payload.setdefault("rows", []).extend(
@@ -202,9 +202,9 @@ def to_json(command: str, result: Result) -> str:
     return json.dumps(payload, default=str, allow_nan=False)
 
 
-def show(command: str, result: Result, fmt: str = "table") -> str:
+def show(command: str, result: Result, fmt: str = "table", ok: bool = True) -> str:
     """A command's result as it is printed: one JSON object with --format json, else rendered."""
-    return to_json(command, result) if fmt == "json" else render(result, fmt)
+    return to_json(command, result, ok) if fmt == "json" else render(result, fmt)
 
 
 def render(result: Result, fmt: str = "table", width: int | None = None) -> str:

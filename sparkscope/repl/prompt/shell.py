@@ -161,7 +161,8 @@ def _bindings(executor: Executor) -> KeyBindings:
                 buffer.text = text.rstrip() + "\n"
             buffer.validate_and_handle()
         else:
-            buffer.insert_text("\n" + indent_for(text))
+            # a dumb terminal gets no indent: a paste arrives there as typed keys, its own indentation included
+            buffer.insert_text("\n" + ("" if is_dumb_terminal() else indent_for(text)))
 
     @kb.add("c-c")
     def _(event) -> None:

@@ -53,7 +53,11 @@ def page(text: str) -> bool:
     """Show `text` through the pager when it is taller than the terminal; False when it was not paged."""
     import subprocess
 
+    from prompt_toolkit.utils import is_dumb_terminal
+
     if not sys.stdout.isatty() or text.count("\n") + 2 < shutil.get_terminal_size((80, 24)).lines:
+        return False
+    if is_dumb_terminal():  # no screen to page on, and a pager there would read the lines typed next
         return False
     argv = pager_command()
     if argv is None:

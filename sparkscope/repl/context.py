@@ -53,6 +53,10 @@ class CommandContext(Protocol):
     def vi_mode(self) -> bool: ...
 
     @property
+    def fmt(self) -> str:
+        """How results are printed: table, json or vertical (--format)."""
+
+    @property
     def last_traceback(self) -> str | None: ...
 
     @property

@@ -16,7 +16,7 @@ from ...client.errors import FileOperationFailed
 from ...client.rows import fetch
 from .console import free_query_name
 from ..commands.registry import UsageError
-from ..output.render import render
+from ..output.render import show
 from ..output.results import Block, Message, Result, Table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,8 +44,8 @@ class Display:
         if not df.isStreaming:
             rows = fetch(df, DISPLAY_ROWS + 1)
             more = len(rows.rows) > DISPLAY_ROWS
-            executor.out.write(render(Table(rows.columns, rows.rows[:DISPLAY_ROWS],
-                                                  footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)) + "\n")
+            table = Table(rows.columns, rows.rows[:DISPLAY_ROWS], footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)
+            executor.out.write(show("display", table, executor.fmt) + "\n")  # --format json: one JSON object
             return None
         name = streamName or free_query_name(session, "display_query")
         query = session.start(df, name, trigger=processingTime, checkpoint=checkpointLocation)

@@ -73,6 +73,7 @@ class FakeContext:
     namespace: dict[str, object] = field(default_factory=dict)
     interactive: bool = True
     vi_mode: bool = False
+    fmt: str = "table"
     last_traceback: str | None = None
     stop_requested: bool = False
     connecting: bool = False

@@ -1,0 +1,36 @@
+"""What the screen shows is true (issue 51), typed as a person types it: a paste on a dumb terminal, a table too
+tall for one, and the --format json of a command that fails."""
+
+from __future__ import annotations
+
+import json
+
+import pexpect
+
+from tests.e2e.conftest import spawn
+from tests.helpers import run_sparkscope
+
+
+def test_a_dumb_terminal_takes_a_pasted_function_as_typed_and_pages_nothing(remote_url):
+    child = spawn("--remote", remote_url, env={"TERM": "dumb", "PAGER": "less"})
+    for line in ("def double(x):", "    y = x * 2", "    return y", ""):  # a paste: each line with its indent
+        child.send(line + "\r")
+    child.send("double(21)\r")
+    child.expect(r"\r\n42\r\n", timeout=60)
+    # 2,000 columns: taller than the screen, yet no pager (it would read the lines typed next)
+    child.send(":schema spark.range(1).selectExpr(*[f'id AS c{i}' for i in range(2000)])\r")
+    child.expect(r"\(2000 columns, batch\)", timeout=60)
+    child.send("'after' + 'wards'\r")
+    child.expect(r"'afterwards'", timeout=30)
+    child.send(":quit\r")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def test_json_output_parses_for_nan_and_display_honours_the_format(remote_url):
+    done = run_sparkscope("--remote", remote_url, "--format", "json", "-c",
+                          ":sql SELECT CAST('NaN' AS DOUBLE) AS nan, CAST('Infinity' AS DOUBLE) AS inf",
+                          "-c", "display(spark.range(2))")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]  # every line is JSON
+    assert lines[0]["rows"] == [{"nan": "NaN", "inf": "Infinity"}]
+    assert lines[1]["rows"] == [{"id": 0}, {"id": 1}]

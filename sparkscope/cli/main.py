@@ -27,13 +27,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     # grpcio 1.81+ restarts its poller in a forked child, where closing the inherited descriptors before
     # exec makes it die of EBADF (grpc/grpc#43055): a pager or server the REPL starts while a channel is
     # open could never run. sparkscope forks only to exec, so gRPC's fork handlers have nothing to do.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     ours, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
     args = build_parser(ours).parse_args(ours)
+    # gRPC's C core logs its own lines on stderr (a failed TLS handshake: "=== Source Location Trace: ===", file
+    # names of its source): each failure is said once, in sparkscope's one line; --debug shows gRPC's too
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if args.debug else "NONE")
     args.script_args = script_args
     from ..repl import diagnostics
 

@@ -462,6 +462,17 @@ def python_probe_failure(text: str) -> tuple[str | None, str]:
     return None, _first_line(text)[:200]
 
 
+def answered_not_grpc(details: str) -> bool:
+    """gRPC's words for a peer that answered, but not in HTTP/2 (an HTTP/1 server: not a Spark Connect server)."""
+    return "Failed parsing HTTP/2" in details or "http1.x server" in details
+
+
+def certificate_untrusted(details: str) -> bool:
+    """gRPC's words for a TLS peer whose certificate no trusted CA signed (a plaintext peer also mentions a
+    "certificate verification context", with WRONG_VERSION_NUMBER: not this case)."""
+    return "CERTIFICATE_VERIFY_FAILED" in details.upper() and "WRONG_VERSION_NUMBER" not in details
+
+
 def missing_data_source(exc: BaseException) -> bool:
     """The server has no data source of that name (DATA_SOURCE_NOT_FOUND; Spark's words where it names none)."""
     condition = _error_class(exc, str(exc))

@@ -34,3 +34,30 @@ def test_json_output_parses_for_nan_and_display_honours_the_format(remote_url):
     lines = [json.loads(line) for line in done.stdout.splitlines()]  # every line is JSON
     assert lines[0]["rows"] == [{"nan": "NaN", "inf": "Infinity"}]
     assert lines[1]["rows"] == [{"id": 0}, {"id": 1}]
+
+
+def test_a_web_server_on_the_port_is_named_as_not_spark_connect_and_grpc_says_nothing_of_its_own(server, tmp_path):
+    import subprocess
+    import sys
+
+    from sparkscope.server.ports import free_port
+    from tests.helpers import wait_for
+
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from sparkscope.client.connection.probe import port_open
+
+        wait_for(lambda: port_open("127.0.0.1", port, timeout=0.5), timeout=30, what="the web server")
+        done = run_sparkscope("server", "check", "--remote", f"sc://localhost:{port}")
+        assert done.returncode != 0
+        assert done.stderr == (f"error: localhost:{port} answered, but not as a Spark Connect (gRPC) server. Check "
+                               "the port: a web server or another service listens there.\n"), done.stderr
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+    # TLS asked of a plaintext server: sparkscope's one line, and none of gRPC's own (its source locations)
+    tls = run_sparkscope("-c", "1", "--remote", f"sc://localhost:{server.port}/;use_ssl=true")
+    assert tls.returncode != 0
+    assert len(tls.stderr.strip().splitlines()) == 1 and "Source Location" not in tls.stderr, tls.stderr

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._pyspark import connect_service
 from .credentials import channel_credentials
-from ..errors import AuthenticationFailed, ConnectionFailed
+from ..errors import AuthenticationFailed, ConnectionFailed, answered_not_grpc, certificate_untrusted
 from .remote import Target
 
 
@@ -78,8 +78,7 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     if target.needs_tls and port_open(target.host, target.port, timeout=1):
         why = ("a token is sent only over TLS, except to host 'localhost'" if not target.use_ssl
                else "use_ssl=true was asked for")
-        # (a plaintext peer also mentions a "certificate verification context": not this case)
-        if "CERTIFICATE_VERIFY_FAILED" in details.upper() and "WRONG_VERSION_NUMBER" not in details:
+        if certificate_untrusted(details):
             return ConnectionFailed(f"The TLS certificate of {where} is not trusted",
                                     "Trust the CA that signed it: ca_file = \"/path/ca.pem\" in the profile, or "
                                     "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=/path/ca.pem", code="tls_untrusted",
@@ -87,6 +86,10 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
         return ConnectionFailed(f"The TLS handshake with {where} failed ({why})",
                                 "If the server speaks plaintext, connect to sc://localhost:PORT on this machine, "
                                 "or put a TLS proxy in front of it",
+                                error_class=str(code))
+    if code == grpc.StatusCode.UNAVAILABLE and answered_not_grpc(details):
+        return ConnectionFailed(f"{where} answered, but not as a Spark Connect (gRPC) server",
+                                "Check the port: a web server or another service listens there", code="not_grpc",
                                 error_class=str(code))
     if code == grpc.StatusCode.UNAVAILABLE and not target.use_ssl and port_open(target.host, target.port, timeout=1):
         return ConnectionFailed(f"{where} closed the connection without answering: it may expect TLS",

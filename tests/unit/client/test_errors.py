@@ -189,3 +189,15 @@ def test_an_embedded_server_s_out_of_memory_exit_explains_only_its_own_port():
     finally:
         stop()
     assert isinstance(translate(Refused(15002)), ServerUnreachable)
+
+
+def test_a_peer_that_answers_but_not_in_http2_is_known_from_grpc_s_words():
+    from sparkscope.client.errors import answered_not_grpc, certificate_untrusted
+
+    # gRPC 1.7x's details for `python3 -m http.server` behind sc://localhost:P
+    assert answered_not_grpc("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:18777: "
+                             "Failed parsing HTTP/2 (Expected SETTINGS frame as the first frame, got frame type 79)")
+    assert not answered_not_grpc("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed "
+                                 "to connect to remote host: Connection refused")
+    assert certificate_untrusted("Handshake failed with error SSL_ERROR_SSL: error:1000007d:SSL routines:"
+                                 "OPENSSL_internal:CERTIFICATE_VERIFY_FAILED")

@@ -19,7 +19,7 @@ from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
-                     SparkscopeError, call, explain_unreachable, session_closed, translate,
+                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_closed, translate,
                      translated)
 from .connection.credentials import channel_credentials
 from .connection.probe import probe
@@ -467,6 +467,22 @@ class Session:
         if self.here is None or not self.target.on_this_machine or self.target.port is None:
             return None
         return self.here.busy_tasks(self.target.port, window)
+
+    def explain_error(self, error: SparkscopeError) -> SparkscopeError:
+        """`error`, or what this session knows of its cause: the embedded server restarted under it
+        (explain_restart), or a Python worker that could not start on a server whose Python lacks what it needs
+        (what the server was found to lack, instead of "did not connect back in time")."""
+        if error.code == "python_worker_failed":
+            problem = None
+            with swallowed("asking what the server's Python lacks"):
+                problem = self.facts.get().foreach_batch_problem()
+            if problem is not None:
+                from .connection.capabilities import ADD_PACKAGES
+
+                return UnsupportedOperation(f"The server could not start a Python worker for this: {problem}",
+                                            ADD_PACKAGES, error.error_class, code="server_lacks_python",
+                                            data={"problem": problem})
+        return self.explain_restart(error)
 
     def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the embedded server was stopped and started again under this session (its state

@@ -32,6 +32,14 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
     writer.options(**options)
     session = call.executor.session
     ours = settings.session is session.spark
+    known = session.facts.known()  # what the server was found to lack, without asking it now
+    problem = known.foreach_batch_problem() if known is not None and settings.foreach_sink == "foreach_batch" else None
+    if ours and problem:  # its Python worker would fail after the server's ten-second wait, saying less
+        from ...client.connection.capabilities import ADD_PACKAGES
+        from ...client.errors import UnsupportedOperation
+
+        raise UnsupportedOperation(f"foreachBatch runs Python on the server, and this server cannot: {problem}",
+                                   ADD_PACKAGES, code="server_lacks_python", data={"problem": problem})
     console = ours and settings.format == "console"
     rows: int = CONSOLE_ROWS
     truncate: int | None = CONSOLE_TRUNCATE

@@ -216,3 +216,18 @@ def test_the_stream_test_of_docs_testing_passes_on_this_server(remote_url, tmp_p
                           "--sparkscope-remote", remote_url], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]
+
+
+def test_a_hand_written_foreach_batch_names_what_the_server_s_python_lacks(repl, kind):
+    repl.run('ticks = spark.readStream.format("rate").option("rowsPerSecond", 5).load()')
+    cell = "q = ticks.writeStream.foreachBatch(lambda df, batch: None).start()"
+    first = repl.run(cell, timeout=120)
+    if kind == "spark-4.0":  # its Python has what Connect's foreachBatch worker imports
+        assert "error" not in first, first
+    else:  # the first time after Spark's own wait for the worker, then at once: what the probe found, both times
+        problem = {"bare": re.escape("the server's Python lacks pandas, pyarrow"), "other-python": OTHER_MINOR}[kind]
+        assert re.search(problem, first) and WORKER_FAILED not in first, first
+        again = repl.run(cell)
+        assert re.search(r"error: foreachBatch runs Python on the server, and this server cannot: " + problem,
+                         again), again
+    repl.run(":stop --all")

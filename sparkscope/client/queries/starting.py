@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -14,7 +15,8 @@ from . import bounded_sink
 from ..connection.capabilities import ADD_PACKAGES
 from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from ..catalog.records import ACTIVE, LOST, STOPPED, Record
-from ..catalog.checkpoints import Resumption, committed_batch, make_fresh
+from .. import delete_guard
+from ..catalog.checkpoints import Resumption, committed_batch, made_by_sparkscope, make_fresh
 from ..kafka.connector import is_kafka, reads_own_source
 from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from ..logs import log, swallowed
@@ -177,20 +179,12 @@ class QueryStarter:
         for key, value in (options or {}).items():
             writer = writer.option(key, value)
         users = self.on_checkpoint(checkpoint)
-        with translated(), own_calls():
-            if sink == "table":
-                handle = writer.toTable(table or name)
-            elif sink == BOUNDED:
-                handle = writer.format(bounded_sink.SINK_CLASS).options(**sink_options).start()
-            elif sink == "foreach_batch" and foreach_batch is not None:
-                handle = self._start_foreach_batch(writer, foreach_batch)
-            elif sink in FILE_SINKS:
-                handle = writer.format(sink).start(path)
-            elif sink == "kafka":
-                self._s.kafka.remember(options or {})
-                handle = writer.format(self._s.kafka.format()).start()
-            else:
-                handle = writer.format(sink).start()
+        try:
+            handle = self._start_writer(writer, sink, path=path, table=table or name, options=options,
+                                        sink_options=sink_options, foreach_batch=foreach_batch)
+        except BaseException:  # Ctrl-C, or a start Spark refused: no query, so no checkpoint this start made
+            self._discard_unused(checkpoint)
+            raise
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
@@ -199,6 +193,33 @@ class QueryStarter:
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self._s.kafka.describe())
         return self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
+
+    def _start_writer(self, writer: Any, sink: str, *, path: str | None, table: str, options: dict[str, Any] | None,
+                      sink_options: dict[str, str], foreach_batch: Callable[[Any, int], None] | None) -> Any:
+        with translated(), own_calls():
+            if sink == "table":
+                return writer.toTable(table)
+            if sink == BOUNDED:
+                return writer.format(bounded_sink.SINK_CLASS).options(**sink_options).start()
+            if sink == "foreach_batch" and foreach_batch is not None:
+                return self._start_foreach_batch(writer, foreach_batch)
+            if sink in FILE_SINKS:
+                return writer.format(sink).start(path)
+            if sink == "kafka":
+                self._s.kafka.remember(options or {})
+                return writer.format(self._s.kafka.format()).start()
+            return writer.format(sink).start()
+
+    def _discard_unused(self, checkpoint: str | None) -> None:
+        """The checkpoint folder a start made for a query that then did not start, when Spark wrote nothing in it:
+        gone, so that no folder lists a query that never ran (a checkpoint the user gave is never touched)."""
+        if not checkpoint or not made_by_sparkscope(checkpoint, self._s.checkpoint_root):
+            return
+        folder = checkpoint.removeprefix("file:")
+        if any(os.path.exists(os.path.join(folder, written)) for written in ("offsets", "commits", "metadata")):
+            return
+        with swallowed(f"removing the unused checkpoint {folder}"):
+            delete_guard.remove_tree(folder)
 
     def _start_foreach_batch(self, writer: Any, function: Callable[[Any, int], None]) -> Any:
         """writer.foreachBatch(function).start(), one at a time in this process, and once more when the worker did not

@@ -9,6 +9,7 @@ tests/unit/test_layering.py fails when any other module touches a private pyspar
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -136,11 +137,10 @@ def hold_process_settings() -> None:
     then) and pyspark's garbage-collection switch off (keep_garbage_collection). After the last release both
     are as they were, so a program that uses sparkscope.connect() keeps its own process."""
     global _held
-    from pyspark.sql.connect.client import core, reattach
-
     with _held_lock:
         if _held == 0:
-            _saved.update(env=os.environ.get(CONNECT_MODE), gc=(core.disable_gc, reattach.disable_gc))
+            _saved.update(env=os.environ.get(CONNECT_MODE),
+                          gc=[(module, module.disable_gc) for module in _gc_switching_modules()])
             os.environ[CONNECT_MODE] = "1"
             keep_garbage_collection()
         _held += 1
@@ -148,8 +148,6 @@ def hold_process_settings() -> None:
 
 def release_process_settings() -> None:
     global _held
-    from pyspark.sql.connect.client import core, reattach
-
     with _held_lock:
         if _held == 0:
             return
@@ -159,7 +157,8 @@ def release_process_settings() -> None:
                 os.environ.pop(CONNECT_MODE, None)
             else:
                 os.environ[CONNECT_MODE] = _saved["env"]
-            core.disable_gc, reattach.disable_gc = _saved["gc"]
+            for module, switch in _saved["gc"]:
+                module.disable_gc = switch
 
 
 def keep_garbage_collection() -> None:
@@ -169,10 +168,19 @@ def keep_garbage_collection() -> None:
     that call began. With more than one thread making calls (the monitor's event stream, the prompt,
     :watch) a call that began while another had it off never switches it back on, and an event stream
     that waits for hours keeps it off for hours. Every reference cycle then lives forever: a REPL with
-    :watch open grew by 60 MB a minute. Collection is left to Python, as everywhere else."""
+    :watch open grew by 60 MB a minute. Collection is left to Python, as everywhere else. pyspark 4.0 to 4.2 have no
+    such switch: nothing to do there."""
+    for module in _gc_switching_modules():
+        module.disable_gc = contextlib.nullcontext
+
+
+@functools.cache
+def _gc_switching_modules() -> tuple[Any, ...]:
+    """The modules of this pyspark that switch the garbage collector off around a call (4.3.0: core, reattach;
+    4.0.5, 4.1.4, 4.2.1: none). Looked up once."""
     from pyspark.sql.connect.client import core, reattach
 
-    core.disable_gc = reattach.disable_gc = contextlib.nullcontext  # type: ignore[assignment]
+    return tuple(module for module in (core, reattach) if hasattr(module, "disable_gc"))
 
 
 def keep_session_on_close(spark: Any) -> None:

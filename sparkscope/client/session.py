@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._pyspark import (hold_process_settings, keep_session_on_close, make_active, release_process_settings, user_id,
+from ._pyspark import (default_retry_policy, hold_process_settings, keep_session_on_close, make_active, release_process_settings, user_id,
                        session_builder, session_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
@@ -56,10 +56,8 @@ def retry_policies() -> list[Any]:
     tool gives up after 1.4 s. It must still be pyspark's DefaultPolicy (the base RetryPolicy
     retries nothing): a call that meets a connection the network just cut fails with UNAVAILABLE
     ("Stream removed") and succeeds when retried on a new one."""
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
-    return [DefaultPolicy(max_retries=RETRIES, initial_backoff=200, max_backoff=1000, backoff_multiplier=2.0,
-                          jitter=0, max_server_retry_delay=1000)]
+    return [default_retry_policy(max_retries=RETRIES, initial_backoff=200, max_backoff=1000, backoff_multiplier=2.0,
+                                 jitter=0, max_server_retry_delay=1000)]
 
 
 class ServerHere(Protocol):

@@ -125,6 +125,24 @@ def session_builder(url: str, tls_credentials: Callable[[str | None], Any] | Non
     return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
 
 
+def default_retry_policy(**settings: Any) -> Any:
+    """pyspark's DefaultPolicy with `settings`, those this pyspark knows (public; max_server_retry_delay is 4.1's:
+    a 4.0 client has no such setting and leaves the server's retry delay uncapped)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    known = _policy_settings()
+    return DefaultPolicy(**{key: value for key, value in settings.items() if key in known})
+
+
+@functools.cache
+def _policy_settings() -> frozenset[str]:
+    import inspect
+
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    return frozenset(inspect.signature(DefaultPolicy.__init__).parameters)
+
+
 CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 _held = 0
 _saved: dict[str, Any] = {}

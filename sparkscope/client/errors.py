@@ -167,6 +167,15 @@ def session_closed(what: str = "This sparkscope session") -> ConfigError:
                        "Open a new one with sparkscope.connect()", code="session_closed_here")
 
 
+def session_changed(url: str = "") -> ConnectionFailed:
+    """The server answered for this session's id with a session of its own making: it restarted (or dropped the
+    session), and the queries of this one ended with it. pyspark closes its client then."""
+    at = f" at {url}" if url else ""
+    return ConnectionFailed(f"The server{at} restarted or dropped this session: its queries ended with it",
+                            "Open a new session with sparkscope.connect(); Session.restart() brings back a query "
+                            "from its checkpoint", "INVALID_HANDLE.SESSION_CHANGED", code="session_changed")
+
+
 def _first_line(text: str) -> str:
     for line in text.strip().splitlines():
         line = line.strip()
@@ -410,6 +419,8 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
             "Check that it is running (sparkscope.LocalServer().status(), for the embedded server) and the URL is right",
             error_class or name,
         )
+    if error_class == "INVALID_HANDLE.SESSION_CHANGED" or "incorrect server side session identifier" in text:
+        return session_changed()
     if error_class and error_class.startswith("INVALID_HANDLE"):  # INVALID_HANDLE.SESSION_CLOSED among them
         return ConnectionFailed(
             "The server no longer knows this session (it was closed or timed out)",

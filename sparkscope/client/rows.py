@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+from datetime import tzinfo
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,9 +37,11 @@ class Rows:
         return pd.DataFrame(self.rows, columns=self.columns)
 
     @classmethod
-    def from_arrow(cls, table: Any) -> Rows:
+    def from_arrow(cls, table: Any, zone: tzinfo | None = None) -> Rows:
+        """The rows of an Arrow table; with `zone` (the session's time zone), each timestamp as the wall-clock time
+        of that zone, as Spark shows it (Arrow hands them over in UTC)."""
         columns = list(table.column_names)
-        data: Sequence[list] = [_maps_as_dicts(col.to_pylist(), col.type) for col in table.columns]
+        data: Sequence[list] = [_python_values(col.to_pylist(), col.type, zone) for col in table.columns]
         rows = list(zip(*data, strict=False)) if data else []
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
 
@@ -88,41 +91,87 @@ def write_rows(rows: Rows, path: str | Path) -> int:
 
 
 def fetch(df: Any, n: int) -> Rows:
-    """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel."""
-    return Rows.from_arrow(df.limit(n).toArrow())
+    """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel. Timestamps are shown in
+    the session's time zone (asked of the server only when the rows hold one)."""
+    table = df.limit(n).toArrow()
+    zoned = any(_holds(column_type, _is_zoned_time) for column_type in table.schema.types)
+    return Rows.from_arrow(table, session_zone(df.sparkSession) if zoned else None)
 
 
-def _maps_as_dicts(values: list[Any], arrow_type: Any) -> list[Any]:
-    """A column's values with every map in them (at any depth) a MapValue; as they are when the type holds none."""
-    if not _holds_map(arrow_type):
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
+_OFFSET = r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?"
+
+
+def session_zone(spark: Any) -> tzinfo | None:
+    """The session's time zone (spark.sql.session.timeZone: a region such as Asia/Kolkata, or an offset such as
+    +05:30); None when Python knows no zone of that name."""
+    return time_zone(str(spark.conf.get(SESSION_TIME_ZONE)))
+
+
+def time_zone(name: str) -> tzinfo | None:
+    import re
+    import zoneinfo
+
+    offset = re.fullmatch(_OFFSET, name.strip(), re.IGNORECASE)
+    if offset:
+        sign, hours, minutes = offset.groups()
+        delta = _dt.timedelta(hours=int(hours), minutes=int(minutes or 0))
+        return _dt.timezone(-delta if sign == "-" else delta)
+    try:
+        return zoneinfo.ZoneInfo(name.strip())
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        return None
+
+
+def _python_values(values: list[Any], arrow_type: Any, zone: tzinfo | None) -> list[Any]:
+    """A column's values with every map in them (at any depth) a MapValue and, with `zone`, every timestamp that
+    zone's wall-clock time; as they are when the type holds neither."""
+    if not _holds(arrow_type, _is_map) and not (zone is not None and _holds(arrow_type, _is_zoned_time)):
         return values
-    return [_converted(value, arrow_type) for value in values]
+    return [_converted(value, arrow_type, zone) for value in values]
 
 
-def _holds_map(arrow_type: Any) -> bool:
+def _is_map(arrow_type: Any) -> bool:
     import pyarrow as pa
 
-    if pa.types.is_map(arrow_type):
+    return bool(pa.types.is_map(arrow_type))
+
+
+def _is_zoned_time(arrow_type: Any) -> bool:
+    """A TimestampType column (an instant); TimestampNTZType has no zone and shows as it is."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_timestamp(arrow_type) and arrow_type.tz)
+
+
+def _holds(arrow_type: Any, kind: Any) -> bool:
+    import pyarrow as pa
+
+    if kind(arrow_type):
         return True
+    if pa.types.is_map(arrow_type):
+        return _holds(arrow_type.key_type, kind) or _holds(arrow_type.item_type, kind)
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _holds_map(arrow_type.value_type)
+        return _holds(arrow_type.value_type, kind)
     if pa.types.is_struct(arrow_type):
-        return any(_holds_map(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+        return any(_holds(arrow_type.field(i).type, kind) for i in range(arrow_type.num_fields))
     return False
 
 
-def _converted(value: Any, arrow_type: Any) -> Any:
+def _converted(value: Any, arrow_type: Any, zone: tzinfo | None) -> Any:
     import pyarrow as pa
 
     if value is None:
         return None
     if pa.types.is_map(arrow_type):
-        return MapValue((_key(_converted(k, arrow_type.key_type)), _converted(v, arrow_type.item_type))
+        return MapValue((_key(_converted(k, arrow_type.key_type, zone)), _converted(v, arrow_type.item_type, zone))
                         for k, v in value)
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return [_converted(item, arrow_type.value_type) for item in value]
+        return [_converted(item, arrow_type.value_type, zone) for item in value]
     if pa.types.is_struct(arrow_type):
-        return {field.name: _converted(value.get(field.name), field.type) for field in arrow_type}
+        return {field.name: _converted(value.get(field.name), field.type, zone) for field in arrow_type}
+    if zone is not None and isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(zone).replace(tzinfo=None)
     return value
 
 

@@ -19,8 +19,8 @@ from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
-                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_closed, translate,
-                     translated)
+                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_changed, session_closed,
+                     translate, translated)
 from .connection.credentials import channel_credentials
 from .connection.probe import probe
 from .queries.bounded_sink import BoundedSink
@@ -480,6 +480,10 @@ class Session:
                 return UnsupportedOperation(f"The server could not start a Python worker for this: {problem}",
                                             ADD_PACKAGES, error.error_class, code="server_lacks_python",
                                             data={"problem": problem})
+        if error.error_class == "NO_ACTIVE_SESSION" and not self._closed and self.spark.client.is_closed:
+            return session_changed(self.target.bare_url)  # pyspark closes only on close() and on a changed session
+        if error.code == "session_changed":
+            return session_changed(self.target.bare_url)
         return self.explain_restart(error)
 
     def explain_restart(self, error: SparkscopeError) -> SparkscopeError:

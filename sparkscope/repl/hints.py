@@ -15,6 +15,8 @@ REPL_HINTS = {
     "no_query_or_table": "List them with :queries, or start one with :start",
     "session_lost": "Run :connect to open a new session",
     "session_closed": "Run :connect to open a new session",
+    "session_changed": "Run :connect to open a new session; :restart --lost brings back the queries sparkscope "
+                       "started from their checkpoints",
     "server_restarted": "Run :connect to open a session on it with its new token, then :restart --lost",
     "session_unknown": "Connect without --session-id to open a new session",
     "bad_session_id": "A session id is a UUID, as printed by :session",

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..client.deadline import Call
 from ..client.errors import Cancelled, DeadlineExceeded
+from ..client.queries.query import AWAIT_SLICE
 from .context import CommandContext
 
 CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
@@ -109,7 +110,11 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
     def give_up() -> bool:
         ctx.cancelled.set()
         if user_call is not None and user_call.waiting_on:
-            return False  # interrupting a wait on a query would stop the query: the wait ends by itself
+            # interrupting a wait on a query would stop the query: the wait ends by itself, at its slice's end.
+            # Waiting for that end means what the cell does after it (display's tail stopping) is done before
+            # Ctrl-C is answered: nothing prints after the answer.
+            call.wait(AWAIT_SLICE + CANCEL_WAIT)
+            return False
         if interrupt and session is not None:  # over a frozen network this itself may hang: not here
             threading.Thread(target=session.cancel, args=(tag,), daemon=True).start()
         if user_call is not None:

@@ -22,7 +22,7 @@ from . import log_writer
 from .class_cache import ClassCache
 from .cluster import Cluster, start_cluster
 from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory
-from ..client import delete_guard
+from ..client import delete_guard, file_lock
 from ..client.logs import log as logger, swallowed
 from ..client.paths import private_dir, state_dir, write_private
 from ..client.connection.probe import port_open, probe, try_probe
@@ -38,6 +38,7 @@ from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
 
 STATE_FILE = "server.json"
+START_LOCK_FILE = "start.lock"
 TOKEN_FILE = "token"
 LOG_FILE = "server.log"
 PORT_ATTEMPTS = 3  # ports tried when others take the free one picked while the server starts
@@ -125,7 +126,13 @@ class LocalServer:
             "cluster": info.cluster.to_json() if info.cluster else None, "driver_memory": info.driver_memory,
             "class_recording": info.class_recording, "ui_port": info.ui_port}))
 
-    def _clear_state(self) -> None:
+    def _clear_state(self, of_pid: int | None = None) -> None:
+        """Remove the state and token files; with `of_pid`, only while the state names that process (another
+        process's live server keeps its own)."""
+        if of_pid is not None:
+            recorded = self._read_state()
+            if recorded is not None and recorded.pid != of_pid:
+                return
         delete_guard.remove_file(self.state_path)
         delete_guard.remove_file(self.token_path)
 
@@ -198,9 +205,33 @@ class LocalServer:
                               "Pass e.g. --timeout 180")
         conf = dict(conf or {})
         token = conf.pop(TOKEN_CONF, None) or token or os.environ.get(TOKEN_ENV)
-        existing = self.running()
-        if existing is not None:
-            return self._reuse(existing, port, workers, timeout, on_wait)
+        with self._starting(timeout, on_wait):
+            existing = self.running()
+            if existing is not None:
+                return self._reuse(existing, port, workers, timeout, on_wait)
+            return self._start_new(port, master, conf, token, timeout, on_wait, require_token, workers,
+                                   worker_cores, worker_memory, driver_memory, ui)
+
+    @contextlib.contextmanager
+    def _starting(self, timeout: float, on_wait: Callable[[float, str], None] | None) -> Iterator[None]:
+        """Held from the look for a running server until the one started answers: two processes starting from
+        a cold state dir at once start one server, and the second uses it."""
+        private_dir(self.home)
+
+        def waiting(seconds: float) -> None:
+            if on_wait:
+                on_wait(seconds, "another sparkscope is starting it")
+
+        try:
+            with file_lock.held(self.home / START_LOCK_FILE, timeout, waiting):
+                yield
+        except file_lock.LockWaitExpired:
+            raise ServerError(f"Another sparkscope has been starting the local server of {self.home} for "
+                              f"{timeout:.0f}s", "Try again once it has started: sparkscope server status") from None
+
+    def _start_new(self, port: int | None, master: str, conf: dict[str, str], token: str | None, timeout: float,
+                   on_wait: Callable[[float, str], None] | None, require_token: bool, workers: int,
+                   worker_cores: int | None, worker_memory: str, driver_memory: str | None, ui: bool) -> ServerInfo:
         left = self.end_leftovers()
         if left:
             logger.warning("Ended what the last server of %s left running when it ended without a stop: %s",
@@ -295,7 +326,7 @@ class LocalServer:
                     continue
                 if info.cluster is not None:
                     info.cluster.stop(grace=5)
-                self._clear_state()
+                self._clear_state(of_pid=proc.pid)
                 raise
             break
         info.ready = True

@@ -85,3 +85,27 @@ def test_reattach_after_the_repl_was_killed_finds_the_running_query(own_server):
     again.run(":stop orphan")
     second.sendcontrol("d")
     second.expect(pexpect.EOF, timeout=30)
+
+
+def test_a_server_restarted_under_a_session_with_the_same_token_is_named_as_restarted(own_server):
+    """As with a cluster's server restarted by its admin: same port, same token, a new server. Each call of the old
+    session says that the server restarted, not that a DataFrame belongs to a closed session; :connect goes on."""
+    local, port, env = own_server
+    token = local.token()
+    url = f"sc://localhost:{port}"
+    child, repl = open_repl(url, {**env, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token})  # never in its arguments
+    assert "rows 3" in repl.run("print('rows', spark.range(3).count())")
+    local.stop(grace=10)
+    again = run_sparkscope("server", "start", "--port", str(port),
+                           env={**env, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
+    assert again.returncode == 0, again.stderr
+    said = (f"error: The server at {url} restarted or dropped this session: its queries ended with it. Run :connect "
+            "to open a new session; :restart --lost brings back the queries sparkscope started from their checkpoints")
+    for line in ("spark.range(3).count()", "spark.range(3).count()", ":queries"):
+        out = repl.run(line)
+        assert said in " ".join(out.split()), out
+        assert "belongs to a session that was closed" not in out
+    repl.run(":connect", timeout=90)
+    assert "rows 4" in repl.run("print('rows', spark.range(4).count())")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF, timeout=30)

@@ -326,9 +326,21 @@ def test_display_shows_a_table_or_a_live_stream_that_keeps_running(repl):
                     'streamName="shown")\r')
     repl.child.expect(r"display: started shown \(:stop shown ends it\)", timeout=60)
     repl.child.expect(r"Batch: \d+ \(shown\)[\s\S]*?new rows\)", timeout=60)
+    first = repl.child.after
     repl.child.sendintr()
-    assert "Stopped waiting for shown; it keeps running (:stop shown ends it)." in repl.prompt()
-    assert re.search(r"shown .*active", repl.run(":queries"))
+    said = "Stopped waiting for shown; it keeps running (:stop shown ends it)."
+    answer = repl.prompt()
+    assert said in answer, answer
+    printed = [int(n) for n in re.findall(r"Batch: (\d+) \(shown\)", clean(first) + answer.split(said)[0])]
+    assert "Batch:" not in answer.split(said)[1], answer  # nothing prints after the stop is said
+
+    def two_batches_later() -> str | None:  # the query commits on: none of its batches print any more
+        out = repl.run(":queries")
+        assert "Batch:" not in out, out
+        batch = re.search(r"\| shown\s+\| [0-9a-f]{8} \| active .*?\| (\d+)\s+\|", out)
+        return out if batch and int(batch.group(1)) >= max(printed, default=0) + 2 else None
+
+    wait_for(two_batches_later, timeout=60, every=0.5, what="shown to commit two more batches")
     assert repl.run(":stop shown").strip().endswith("Stopped shown")
 
 

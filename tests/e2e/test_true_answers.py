@@ -36,6 +36,16 @@ def test_json_output_parses_for_nan_and_display_honours_the_format(remote_url):
     assert lines[1]["rows"] == [{"id": 0}, {"id": 1}]
 
 
+def test_every_view_shows_an_instant_in_the_session_time_zone_as_show_does(remote_url):
+    instant = "TIMESTAMP'2024-01-01 00:00:00 UTC' AS t"
+    done = run_sparkscope("--remote", remote_url, "-c", ":conf spark.sql.session.timeZone=Asia/Kolkata",
+                          "-c", f":sql SELECT {instant}", "-c", f"display(spark.sql(\"SELECT {instant}\"))",
+                          "-c", f"spark.sql(\"SELECT {instant}\").show()")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("2024-01-01 05:30:00") == 3, done.stdout  # :sql, display and Spark's own show()
+    assert "00:00:00" not in done.stdout, done.stdout
+
+
 def test_a_web_server_on_the_port_is_named_as_not_spark_connect_and_grpc_says_nothing_of_its_own(server, tmp_path):
     import subprocess
     import sys

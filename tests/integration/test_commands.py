@@ -170,3 +170,13 @@ def test_queries_all_and_checkpoints_show_the_catalog(shell):
     assert ok and re.search(r"\| listed\s+\|( [0-9a-f]{8} \|)?( [0-9a-f]{8} \|)? stopped", out), out  # id, session
     ok, out, _ = shell.run(":checkpoints")
     assert ok and re.search(r"\| listed-[0-9a-f]{8}\s+\| [\d.]+ (B|KiB)\s+\| \d+s\s+\| listed \(stopped\)\s+\| no", out), out
+
+
+def test_a_start_spark_refuses_leaves_no_checkpoint_listed(shell):
+    """A query that never started (Spark refused it, or Ctrl-C came first) has no checkpoint to list."""
+    shell.run("counted = ss.source.rate(5).groupBy('value').count()")
+    ok, _, err = shell.run(":start refused counted --mode append --sink memory")
+    assert not ok and err.startswith("error: "), err
+    assert "Traceback" not in err
+    ok, out, _ = shell.run(":checkpoints")
+    assert ok and "refused" not in out, out

@@ -17,7 +17,7 @@ import pytest
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed, ServerError
 from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
-from tests.helpers import run_sparkscope, wait_for
+from tests.helpers import run_sparkscope, sparkscope_bin, wait_for
 
 
 
@@ -451,3 +451,46 @@ def test_server_stop_ends_every_process_the_server_started_after_a_stop_or_a_cra
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         assert leftover == []
+
+
+def test_two_cold_starts_at_once_start_one_server_that_status_sees_and_stop_stops(tmp_path):
+    """Two `sparkscope --port P -c …` from a cold state dir at the same moment: the second waits for the first one's
+    server and uses it; nothing deletes the state of the live server."""
+    home, port = tmp_path / "sparkscope", free_port()
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    env["XDG_STATE_HOME"] = str(tmp_path)
+    cell = "print('rows', spark.range(3).count())"
+    both = [subprocess.Popen([sparkscope_bin(), "--port", str(port), "-c", cell], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    try:
+        outputs = [process.communicate(timeout=300) for process in both]
+        for process, (stdout, stderr) in zip(both, outputs, strict=True):
+            assert (process.returncode, stdout.splitlines()[-1:]) == (0, ["rows 3"]), stderr
+            assert "taken" not in stderr, stderr
+        status = run_sparkscope("server", "status", home=tmp_path)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert f"sc://localhost:{port}" in status.stdout
+        servers = _java_servers_under(home)
+        assert len(servers) == 1, f"{len(servers)} server JVMs of one state dir"
+        out = run_sparkscope("server", "stop", home=tmp_path)
+        assert out.returncode == 0, out.stderr
+        wait_for(lambda: _java_servers_under(home) == [], 30, what="the one server stopped")
+    finally:
+        for process in both:
+            if process.poll() is None:
+                process.kill()
+        if LocalServer(home).stop(grace=10) is None:
+            assert _kill_servers_under(home) == [], "a server ran that no state file named"
+
+
+def _java_servers_under(home: Path) -> list[int]:
+    """The pids of Spark Connect server JVMs whose command line names the state dir `home`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+        except OSError:
+            continue
+        if str(home).encode() in cmdline and b"SparkConnectServer" in cmdline:
+            found.append(int(proc.name))
+    return found

@@ -14,8 +14,9 @@ def _compose():
 
 
 def _pinned_pyspark() -> str:
-    text = (ROOT / "pyproject.toml").read_text()
-    return text.split('"pyspark[connect]==', 1)[1].split('"', 1)[0]
+    """The pyspark the Makefile installs (pyproject.toml allows a range: 4.0 to 4.3)."""
+    text = (ROOT / "Makefile").read_text()
+    return text.split("PYSPARK_PIN := ", 1)[1].split("\n", 1)[0].strip()
 
 
 def _spark_services() -> dict:

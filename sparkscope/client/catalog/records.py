@@ -13,7 +13,6 @@ without the token or session) and the query name.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import getpass
 import hashlib
 import json
@@ -26,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import delete_guard
+from .. import delete_guard, file_lock
 from ..errors import CatalogError, QueryNotFound
 from ..logs import log
 from ..paths import state_dir
@@ -152,21 +151,12 @@ class Catalog:
         folder = self.path.parent / "starting"
         folder.mkdir(mode=0o700, exist_ok=True)
         lock = folder / hashlib.sha1(f"{server}\0{name}".encode()).hexdigest()[:20]
-        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise CatalogError(f"Another client of this machine has been starting {name} for "
-                                           f"{timeout:.0f} s", "Try again once it has started") from None
-                    time.sleep(0.05)  # a lock file cannot be waited on with a deadline otherwise
-            yield
-        finally:
-            os.close(fd)  # releases the lock
+            with file_lock.held(lock, timeout):
+                yield
+        except file_lock.LockWaitExpired:
+            raise CatalogError(f"Another client of this machine has been starting {name} for {timeout:.0f} s",
+                               "Try again once it has started") from None
 
     # -- writing ------------------------------------------------------------------------------------
     def record_start(self, server: str, name: str, *, query_id: str, session_id: str, plan: bytes | None,

@@ -32,8 +32,10 @@ from ..paths import write_private
 from .._pyspark import client_version, version_tuple
 
 CLIENT_PYTHON = "%d.%d.%d" % sys.version_info[:3]
-# What Connect's foreachBatch worker imports on the server (pyspark.sql.connect.utils.check_dependencies)
+# What Connect's foreachBatch worker imports on the server (pyspark.sql.connect.utils.check_dependencies); the
+# server's own pyspark decides: zstandard since 4.1
 CONNECT_PACKAGES = ("pandas", "pyarrow", "grpcio", "grpcio-status", "googleapis-common-protos", "zstandard")
+ZSTANDARD_SINCE = (4, 1)
 # What sparkscope's own Kafka source and sink import there (a Python data source exchanges Arrow batches)
 KAFKA_PACKAGES = ("pyarrow", "confluent-kafka")
 REQUIREMENTS = "server-config/requirements.txt"
@@ -58,8 +60,12 @@ def report(_):
         connect = None
     except Exception as exc:
         connect = type(exc).__name__ + ": " + str(exc)
+    try:
+        from pyspark.version import __version__ as pyspark
+    except Exception:
+        pyspark = None
     return json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
-                       "packages": packages, "connect": connect})
+                       "packages": packages, "connect": connect, "pyspark": pyspark})
 '''
 
 
@@ -77,9 +83,17 @@ class ServerPython:
     packages: dict[str, str | None] = field(default_factory=dict)
     connect_error: str | None = None  # why pyspark's Connect client cannot be imported there
     failure: str | None = None
+    pyspark: str | None = None  # the server Python's own pyspark, whose check_dependencies the worker runs
 
     def missing(self, names: tuple[str, ...]) -> list[str]:
         return [name for name in names if not self.packages.get(name)]
+
+    def connect_packages(self) -> tuple[str, ...]:
+        """What Connect's foreachBatch worker imports there, by the server's own pyspark (all, when unknown)."""
+        version = version_tuple(self.pyspark or "")[:2]
+        if version and version < ZSTANDARD_SINCE:
+            return tuple(name for name in CONNECT_PACKAGES if name != "zstandard")
+        return CONNECT_PACKAGES
 
 
 @dataclass(frozen=True)
@@ -126,11 +140,15 @@ class Capabilities:
         return self.python_problem() or (f"the server's Python lacks {', '.join(missing)}{why}" if missing else None)
 
     def foreach_batch_problem(self) -> str | None:
-        """Why Connect's foreachBatch (foreach_batch, pyspark's writeStream.foreachBatch) cannot run."""
-        problem = self._lacking(CONNECT_PACKAGES, ", which Connect's foreachBatch worker imports")
-        if problem is None and self.python.connect_error:
-            return f"the server's Python cannot import pyspark's Connect client ({self.python.connect_error})"
-        return problem
+        """Why Connect's foreachBatch (foreach_batch, pyspark's writeStream.foreachBatch) cannot run. The probe
+        imported there what the worker imports (pyspark.sql.connect.session, whose import runs the server pyspark's
+        own check_dependencies): when that worked, it runs, whatever the package list says."""
+        if self.python_problem() is not None:
+            return self.python_problem()
+        if self.python.connect_error is None:
+            return None
+        return (self._lacking(self.python.connect_packages(), ", which Connect's foreachBatch worker imports")
+                or f"the server's Python cannot import pyspark's Connect client ({self.python.connect_error})")
 
     def own_kafka_problem(self) -> str | None:
         """Why sparkscope's own Kafka source and sink cannot run on the server."""
@@ -157,11 +175,12 @@ class Capabilities:
     def checks(self) -> list[Check]:
         python = self.python
         python_found = (f"{python.version}" + (f" ({python.executable})" if python.executable else "")
+                        + (f", pyspark {python.pyspark}" if python.pyspark else "")
                         if python.version else f"not run: {python.failure}")
         python_fix = (f"use Python {minor(python.version)} for this client, or a server image with Python "
                       f"{minor(self.client_python)} (docs/clusters.md)" if self.python_problem() and python.version
                       else "set PYSPARK_PYTHON on the server to a working Python 3")
-        connect_missing = python.missing(CONNECT_PACKAGES)
+        connect_missing = python.missing(python.connect_packages()) if python.connect_error else []
         kafka_missing = python.missing(KAFKA_PACKAGES)
         own_kafka = self.own_kafka_problem()
         if self.kafka_connector:
@@ -238,7 +257,7 @@ def probe_python(spark: Any) -> ServerPython:
         return python_failure(str(exc))
     found = json.loads(text)
     return ServerPython(version=found["python"], executable=found["executable"], packages=found["packages"],
-                        connect_error=found["connect"])
+                        connect_error=found["connect"], pyspark=found.get("pyspark"))
 
 
 def python_failure(text: str) -> ServerPython:

@@ -84,6 +84,7 @@ class Tail:
         self._thread: threading.Thread | None = None
         self.active = False
         self._stopped = False  # stop() was called: a batch read meanwhile is not printed
+        self._printing = threading.RLock()  # held while a batch prints: stop() returns only once it is printed
         self._wake = threading.Event()  # ends a continuous query's polling at once
 
     def start(self, from_start: bool = False) -> Tail:
@@ -118,7 +119,9 @@ class Tail:
         self.stop()
 
     def stop(self) -> None:
-        self._stopped = True
+        """Stop: once this returns, nothing of this tail prints any more."""
+        with self._printing:
+            self._stopped = True
         self._wake.set()
         if not self.active:
             return
@@ -155,8 +158,7 @@ class Tail:
             except Exception as exc:
                 self._on_error(f"tail {self.query.name}: {translate(exc)}")
                 continue
-            if batch is not None and not self._stopped:
-                self._on_batch(batch)
+            self._print(batch)
 
     def _poll_epochs(self) -> None:
         """A continuous query reports no progress per epoch: at each checkpoint interval, the rows its memory sink
@@ -171,8 +173,13 @@ class Tail:
             except SparkscopeError as exc:
                 self._on_error(f"tail {self.query.name}: {exc}")
                 return
-            if batch is not None and batch.total and not self._stopped:  # an epoch with no rows prints nothing
+            if batch is not None and batch.total:  # an epoch with no rows prints nothing
                 self._last_batch = batch.batch_id
+                self._print(batch)
+
+    def _print(self, batch: TailBatch | None) -> None:
+        with self._printing:
+            if batch is not None and not self._stopped:
                 self._on_batch(batch)
 
     def _count(self, table: Any) -> int:

@@ -32,14 +32,8 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
     writer.options(**options)
     session = call.executor.session
     ours = settings.session is session.spark
-    known = session.facts.known()  # what the server was found to lack, without asking it now
-    problem = known.foreach_batch_problem() if known is not None and settings.foreach_sink == "foreach_batch" else None
-    if ours and problem:  # its Python worker would fail after the server's ten-second wait, saying less
-        from ...client.connection.capabilities import ADD_PACKAGES
-        from ...client.errors import UnsupportedOperation
-
-        raise UnsupportedOperation(f"foreachBatch runs Python on the server, and this server cannot: {problem}",
-                                   ADD_PACKAGES, code="server_lacks_python", data={"problem": problem})
+    if ours and settings.foreach_sink == "foreach_batch":
+        _check_foreach_batch(session)
     console = ours and settings.format == "console"
     rows: int = CONSOLE_ROWS
     truncate: int | None = CONSOLE_TRUNCATE
@@ -81,3 +75,16 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
                 call.executor.live().tail(query, limit=rows, truncate=truncate, from_start=True, empty=True)
                 printed_here(handle.runId)
     return handle
+
+
+def _check_foreach_batch(session: Any) -> None:
+    """A foreachBatch on a server found to lack what its Python worker imports: one line naming it now. Its worker
+    would fail after the server's ten-second wait, saying less. (What it lacks was asked before: not asked now.)"""
+    known = session.facts.known()
+    problem = known.foreach_batch_problem() if known is not None else None
+    if problem:
+        from ...client.connection.capabilities import ADD_PACKAGES
+        from ...client.errors import UnsupportedOperation
+
+        raise UnsupportedOperation(f"foreachBatch runs Python on the server, and this server cannot: {problem}",
+                                   ADD_PACKAGES, code="server_lacks_python", data={"problem": problem})

@@ -65,8 +65,8 @@ def cell(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, _dt.datetime):
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        return text + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+        text = value.strftime("%Y-%m-%d %H:%M:%S") + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+        return text + (f" {value.tzname()}" if value.tzinfo is not None else "")  # a zone Python did not know
     if isinstance(value, MapValue):  # Spark prints a map's entries as key -> value
         return "{" + ", ".join(f"{cell(k)} -> {cell(v)}" for k, v in value.items()) + "}"
     if isinstance(value, dict):

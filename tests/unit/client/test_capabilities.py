@@ -52,8 +52,24 @@ def test_the_official_images_python_lacks_what_foreach_batch_and_our_kafka_impor
 
 
 def test_one_missing_package_is_named_alone():
-    assert caps(full_python(zstandard=None)).foreach_batch_problem() == (
+    failed = ServerPython(version=CLIENT_PYTHON, packages={**EVERYTHING, "zstandard": None}, pyspark="4.3.0",
+                          connect_error="PySparkImportError: [PACKAGE_NOT_INSTALLED] zstandard >= 0.25.0 must be installed")
+    assert caps(failed).foreach_batch_problem() == (
         "the server's Python lacks zstandard, which Connect's foreachBatch worker imports")
+
+
+def test_what_foreach_batch_needs_is_judged_by_the_server_s_own_pyspark():
+    """pyspark 4.0's check_dependencies imports no zstandard: a 4.0.5 server without it runs foreachBatch."""
+    old = ServerPython(version=CLIENT_PYTHON, packages={**EVERYTHING, "zstandard": None}, pyspark="4.0.5")
+    assert caps(old).foreach_batch_problem() is None
+    assert {c.capability: c.ok for c in caps(old).checks()}["foreachBatch"] is True
+    lacking = ServerPython(version=CLIENT_PYTHON, packages={name: None for name in EVERYTHING}, pyspark="4.0.5",
+                           connect_error="PySparkImportError: [PACKAGE_NOT_INSTALLED] Pandas >= 2.0.0 must be installed")
+    assert caps(lacking).foreach_batch_problem() == (
+        "the server's Python lacks pandas, pyarrow, grpcio, grpcio-status, googleapis-common-protos, which Connect's "
+        "foreachBatch worker imports")
+    # the server's import is the verdict: what worked there works, whatever the package list says
+    assert caps(full_python(zstandard=None)).foreach_batch_problem() is None
     assert caps(full_python(**{"confluent-kafka": None})).own_kafka_problem() == (
         "the server's Python lacks confluent-kafka")
 

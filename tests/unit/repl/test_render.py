@@ -92,3 +92,19 @@ def test_zero_width_characters_are_escaped_so_the_borders_line_up():
 
 def test_a_result_of_rows_without_columns_says_both():
     assert render_table(Table([], [(), (), ()]), 80) == "(3 rows, 0 columns)"
+
+
+def test_timestamps_show_in_the_session_time_zone_as_spark_shows_them():
+    import pyarrow as pa
+
+    from sparkscope.client.rows import Rows, time_zone
+
+    instant = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    table = pa.table({"t": pa.array([instant], type=pa.timestamp("us", tz="UTC")),
+                      "local": pa.array([dt.datetime(2024, 1, 1)], type=pa.timestamp("us")),  # TIMESTAMP_NTZ
+                      "nested": pa.array([[{"at": instant}]], type=pa.list_(pa.struct([("at", pa.timestamp("us", tz="UTC"))])))})
+    for zone in ("Asia/Kolkata", "+05:30", "UTC+05:30", "GMT+5:30"):
+        row = Rows.from_arrow(table, time_zone(zone)).rows[0]
+        assert [cell(value) for value in row] == ["2024-01-01 05:30:00", "2024-01-01 00:00:00", "[{2024-01-01 05:30:00}]"]
+    assert time_zone("Mars/Olympus") is None
+    assert cell(Rows.from_arrow(table).rows[0][0]) == "2024-01-01 00:00:00 UTC"  # a zone Python does not know: named

@@ -484,10 +484,14 @@ def certificate_untrusted(details: str) -> bool:
     return "CERTIFICATE_VERIFY_FAILED" in details.upper() and "WRONG_VERSION_NUMBER" not in details
 
 
+MISSING_DATA_SOURCE = ("DATA_SOURCE_NOT_FOUND", "KAFKA_DATA_SOURCE_NOT_ENABLED")
+
+
 def missing_data_source(exc: BaseException) -> bool:
-    """The server has no data source of that name (DATA_SOURCE_NOT_FOUND; Spark's words where it names none)."""
+    """The server has no data source of that name (DATA_SOURCE_NOT_FOUND, or KAFKA_DATA_SOURCE_NOT_ENABLED for
+    Kafka's; Spark's words where it names no condition)."""
     condition = _error_class(exc, str(exc))
-    return condition == "DATA_SOURCE_NOT_FOUND" or (condition is None and "Failed to find data source" in str(exc))
+    return condition in MISSING_DATA_SOURCE or (condition is None and "Failed to find data source" in str(exc))
 
 
 def state_unreadable(exc: BaseException) -> str | None:

@@ -22,7 +22,7 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, S
                      SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_changed, session_closed,
                      translate, translated)
 from .connection.credentials import channel_credentials
-from .connection.probe import probe
+from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
 from .queries.server_classes import ServerClasses
 from .queries.dataframes import is_dataframe
@@ -484,7 +484,21 @@ class Session:
             return session_changed(self.target.bare_url)  # pyspark closes only on close() and on a changed session
         if error.code == "session_changed":
             return session_changed(self.target.bare_url)
-        return self.explain_restart(error)
+        explained = self.explain_restart(error)
+        if explained is error and isinstance(error, ServerUnreachable) and not self._closed:
+            return self._answers_again(error)
+        return explained
+
+    def _answers_again(self, error: ServerUnreachable) -> SparkscopeError:
+        """`error`; or, when the server answers a new connection now, what that means: this session's connection
+        broke (the server went away, and its channel waits before it connects again), so it restarted or the
+        network dropped the connection."""
+        if try_probe(self.target, timeout=3) is None:
+            return error
+        return ConnectionFailed(f"The server at {self.target.bare_url} did not answer this session, yet answers a new "
+                                "connection: it restarted (its queries ended with it), or the network dropped this "
+                                "session's connection", "Open a new session with sparkscope.connect()",
+                                error.error_class, code="session_changed")
 
     def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the embedded server was stopped and started again under this session (its state

@@ -237,7 +237,7 @@ class Executor:
         """Carry out what a command's result changes of the REPL (results.py: Exit, SwitchSession, Follow); what is
         left to show."""
         from .output.results import Exit, Follow, Message, SwitchSession
-        from .worker import command_timeout, run_in_worker
+        from .worker import SLOW_NOTICE, STILL_RUNNING, command_timeout, run_in_worker
 
         if isinstance(result, Exit):
             self.request_exit(result.code)
@@ -247,9 +247,14 @@ class Executor:
             return run_in_worker(self, lambda: switch.said(*self.holder.switch_session(switch.opener)),
                                  deadline=command_timeout())
         if isinstance(result, Follow):
+            started, told = time.monotonic(), not self.interactive
             try:
                 while result.waiting():
                     time.sleep(0.1)  # polling a fact (the tail still runs), ended by it or by Ctrl-C
+                    if not told and time.monotonic() - started > SLOW_NOTICE:
+                        told = True  # as every command that runs long says: Ctrl-C is safe
+                        self.err.write(STILL_RUNNING + "\n")
+                        self.err.flush()
             except KeyboardInterrupt:
                 note = result.cancelled()
                 if not self.interactive:  # Ctrl-C ends a script

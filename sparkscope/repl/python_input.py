@@ -68,7 +68,11 @@ def user_traceback(exc: BaseException, source: str, filename: str = "<input>", f
     """A traceback of the user's own code only: its frames (see user_frames) and the final line."""
     out = [user_frames(exc, source, filename, first_line)]
     out.extend(traceback.format_exception_only(type(exc), exc))
-    failed_at = traceback.extract_tb(exc.__traceback__)[-1].line or "" if exc.__traceback__ else ""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    last = frames[-1] if frames else None  # where it raised: a line of the user's, or of a library's
+    lines = [""] * (first_line - 1) + source.splitlines()
+    failed_at = (_source_line(lines, last.lineno) if last.filename == filename else last.line) if last else ""
+    failed_at = failed_at or ""
     if isinstance(exc, TypeError) and "isStreaming(" in failed_at:  # the line that raised calls the property
         out.append("hint: isStreaming is a property, not a method: write df.isStreaming without ()\n")
     python_word = {"true": "True", "false": "False", "null": "None"}.get(getattr(exc, "name", None) or "")

@@ -48,15 +48,10 @@ def _rows(rows: Iterable[Any], zone: _dt.tzinfo | None) -> list[Row]:
 
 
 def _zone(query: Query) -> _dt.tzinfo | None:
-    from zoneinfo import ZoneInfo
+    """The session's time zone; None for a query no session owns (its values compare as the server wrote them)."""
+    from ..client.rows import session_zone
 
-    owner = query.owner
-    if owner is None:
-        return None
-    try:
-        return ZoneInfo(str(owner.spark.conf.get("spark.sql.session.timeZone")))
-    except Exception:  # a zone Python does not know (an offset): compare as the server wrote them
-        return None
+    return None if query.owner is None else session_zone(query.owner.spark)
 
 
 def _latest(query: Query) -> Progress | None:

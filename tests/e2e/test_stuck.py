@@ -18,8 +18,8 @@ def batch_id(repl: Repl, name: str) -> int:
 
 def wait_for_more_batches(repl: Repl, name: str, after: int, timeout: float = 90) -> int:
     """Ask the REPL until the query made a batch after `after` (each ask is one round trip through the
-    REPL; no sleeping). A deadline, not a number of asks: a first batch into the bounded sink waits for
-    the server's Python worker to start, which takes many round trips while the other test worker is busy."""
+    REPL; no sleeping). A deadline, not a number of asks: a first batch takes many round trips while the other
+    test worker keeps the cores busy."""
     import time
 
     deadline = time.monotonic() + timeout

@@ -78,7 +78,7 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
     events.mkdir()
     ss = sparkscope.connect(url)
     watcher = Executor(out=io.StringIO(), err=io.StringIO(), interactive=True)  # a REPL open during the kill
-    watcher.set_session(ss)
+    watcher.holder.set_session(ss)
     watcher.live()
     query = start_query(ss, events, out)
     extras = [ss.start(ss.source.rate(5), f"extra_{i}").name for i in range(3)]  # bounded sinks, restored at once
@@ -114,7 +114,7 @@ def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
                 query = ss.restart("durable")
             else:
                 shell = Executor(out=io.StringIO(), err=io.StringIO())
-                shell.set_session(ss)
+                shell.holder.set_session(ss)
                 assert shell.run(":restart --lost"), shell.err.getvalue()
                 assert shell.out.getvalue().startswith("Restarted durable (id ")
                 assert "from its checkpoint" in shell.out.getvalue()
@@ -210,7 +210,7 @@ def test_the_state_of_a_query_whose_server_was_killed_is_read_from_its_checkpoin
     after = sparkscope.connect(url)
     try:
         shell = Executor(out=io.StringIO(), err=io.StringIO())
-        shell.set_session(after)
+        shell.holder.set_session(after)
         assert shell.run(":state post_mortem"), shell.err.getvalue()
         table = shell.out.getvalue()
         assert "(2 rows of post_mortem's state)" in table

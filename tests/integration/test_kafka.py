@@ -210,7 +210,7 @@ def _shell(ss):
     from sparkscope.repl.executor import Executor
 
     shell = Executor(out=io.StringIO(), err=io.StringIO())
-    shell.set_session(ss)
+    shell.holder.set_session(ss)
     return shell
 
 

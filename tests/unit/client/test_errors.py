@@ -136,7 +136,10 @@ def test_a_missing_data_source_is_known_by_its_condition():
     from sparkscope.client.errors import missing_data_source
 
     assert missing_data_source(_analysis(  # Spark 4.3's words, from a server without the Kafka connector
-        "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka. Make sure the provider name is correct and "
+        "[KAFKA_DATA_SOURCE_NOT_ENABLED] Failed to find data source: kafka. Please deploy the application as per the "
+        "deployment section of Structured Streaming + Kafka Integration Guide. SQLSTATE: 42K02"))
+    assert missing_data_source(_analysis(  # any other name
+        "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: nosuch. Make sure the provider name is correct and "
         "the package is properly registered and compatible with your Spark version. SQLSTATE: 42K02"))
     assert not missing_data_source(_analysis("[TABLE_OR_VIEW_NOT_FOUND] The table or view `kafka` cannot be found."))
     assert missing_data_source(ValueError("Failed to find data source: kafka"))  # words, where no condition is named

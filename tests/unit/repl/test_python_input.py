@@ -24,3 +24,18 @@ def test_any_other_syntax_error_is_python_s_own_text():
 
     error = _error("def broken(:\n    pass\n")
     assert syntax_error_text(error) == "".join(traceback.format_exception_only(SyntaxError, error))
+
+
+def test_calling_is_streaming_gets_its_hint_from_the_line_typed():
+    from sparkscope.repl.python_input import user_traceback
+
+    class Stream:
+        isStreaming = True  # noqa: N815 - pyspark's name
+
+    source = "x = 1\nr.isStreaming()"
+    try:
+        exec(compile(source, "<input>", "exec"), {"r": Stream()})  # noqa: S102
+    except TypeError as exc:
+        text = user_traceback(exc, source)
+    assert text.splitlines()[-3:] == ["    r.isStreaming()", "TypeError: 'bool' object is not callable",
+                                      "hint: isStreaming is a property, not a method: write df.isStreaming without ()"]

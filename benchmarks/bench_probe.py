@@ -1,7 +1,8 @@
-"""What knowing the server costs: the first `ss.start` of an append stream asks the server what it can run (one
-Python UDF, one analysed Kafka read, two configuration reads); later starts, and later sessions of the same server
-run, ask nothing but the server's application id. Each start is compared with plain pyspark starting the same
-query into the same kind of sink (`writeStream.foreachBatch(...).start()`) in the same run.
+"""What knowing the server costs: the first `ss.start(…, foreach_batch=…)` of a session asks the server what it can
+run (one Python UDF, one analysed Kafka read, two configuration reads), since foreachBatch runs Python there; later
+starts, and later sessions of the same server run, ask nothing but the server's application id. (The default sink
+asks nothing: it runs in the server's JVM.) Each start is compared with plain pyspark starting the same query into
+the same sink (`writeStream.foreachBatch(...).start()`) in the same run.
 
     .venv/bin/python benchmarks/bench_probe.py
 
@@ -45,9 +46,9 @@ def sparkscope_start(url: str, name: str) -> tuple[float, float]:
         df = ss.spark.readStream.format("rate").option("rowsPerSecond", 5).load()
         known_before = ss.facts.known() is not None
         started = time.perf_counter()
-        query = ss.start(df, name)
+        query = ss.start(df, name, foreach_batch=lambda batch, batch_id: None)
         seconds = time.perf_counter() - started
-        assert query.sink == "bounded", query.sink
+        assert query.sink == "foreach_batch", query.sink
         assert not known_before
         probe = ss.facts.get().probe_seconds
         query.stop()

@@ -331,7 +331,9 @@ def _grpc_error(exc: BaseException, status: str | None, text: str) -> Sparkscope
 # Who can say why the server on a port stopped answering (the embedded server's log knows an out-of-memory exit),
 # by port: a failure is explained only by the finder of the server it failed to reach.
 _CAUSE_FINDERS: dict[int, list[Callable[[], SparkscopeError | None]]] = {}
-_ADDRESS_PORT = re.compile(r"(?:ipv4:|ipv6:|dns:|localhost|127\.0\.0\.1|\]):(?:%5D:)?(\d{2,5})\b")
+# gRPC's words for an address: ipv4:127.0.0.1:P, ipv6:%5B::1%5D:P (URL-encoded brackets), ipv6:[::1]:P, dns:host:P
+_ADDRESS_PORT = re.compile(r"(?:ipv4:[\d.]+|ipv6:\[[^\]]*\]|ipv6:%5B[^%]*%5D|dns:[\w.-]+|localhost|127\.0\.0\.1|"
+                           r"\[::1\]):(\d{2,5})\b")
 
 
 def explain_unreachable(port: int, finder: Callable[[], SparkscopeError | None]) -> Callable[[], None]:

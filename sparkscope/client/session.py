@@ -485,11 +485,11 @@ class Session:
         if error.code == "session_changed":
             return session_changed(self.target.bare_url)
         explained = self.explain_restart(error)
-        if explained is error and isinstance(error, ServerUnreachable) and not self._closed:
+        if explained is error and error.code == ServerUnreachable.code and not self._closed:  # not Kafka's
             return self._answers_again(error)
         return explained
 
-    def _answers_again(self, error: ServerUnreachable) -> SparkscopeError:
+    def _answers_again(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the server answers a new connection now, what that means: this session's connection
         broke (the server went away, and its channel waits before it connects again), so it restarted or the
         network dropped the connection."""
@@ -505,7 +505,7 @@ class Session:
         dir holds the new server's token), the error that says so. The new server refuses the old token, and
         until the channel's reconnect backoff ends the call may not even reach it: either way the user gave
         no token, and this session and its queries are gone from the new server."""
-        if not isinstance(error, (AuthenticationFailed, ServerUnreachable)) or self.target.token_source != "state":
+        if error.code not in (AuthenticationFailed.code, ServerUnreachable.code) or self.target.token_source != "state":
             return error
         if self.here is None or self.target.port is None or not self.here.restarted_under(self.target.port,
                                                                                           self.target.token):

@@ -415,7 +415,12 @@ class Executor:
             if self.stop_requested:
                 self._replace_stopped_session()
         if value is not None and self.echo_values:
-            self._echo(value)
+            try:
+                self._echo(value)
+            except KeyboardInterrupt:  # Ctrl-C while its value prints: the cell itself ran to its end
+                from .worker import FINISHED_FIRST
+
+                self.err.write(FINISHED_FIRST + "\n")
         return True
 
     def _compiled(self, source: str, filename: str, first_line: int) -> tuple[Any, Any]:

@@ -27,8 +27,12 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
         live.close()
     try:  # a frozen network must not hold Ctrl-D
         queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
-    except SparkscopeError:
-        queries = []
+    except SparkscopeError as exc:  # a busy server: what this process knows runs is asked about, not dropped
+        queries = [q for q in session.known_queries() if q.known_state() is None]
+        if queries:
+            ctx.err.write(f"note: the server did not list its running queries ({exc.message}); these are the ones "
+                          "this process knows of.\n")
+            ctx.err.flush()
     running = [q.name for q in queries]
     found = [] if ctx.interactive else [q for q in queries if not session.started_here(q)]
     if found and not detach:

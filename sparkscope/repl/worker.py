@@ -16,13 +16,15 @@ from ..client.errors import Cancelled, DeadlineExceeded
 from ..client.queries.query import AWAIT_SLICE
 from .context import CommandContext
 
-CANCEL_WAIT = 0.5  # after Ctrl-C, how long a command may take to wind down before it is abandoned
+CANCEL_WAIT = 0.5
+FINISH_GRACE = 0.05  # after Ctrl-C, a cell that ends within this had run to its end: it is not called stopped  # after Ctrl-C, how long a command may take to wind down before it is abandoned
 SLOW_NOTICE = 2.0
 STILL_RUNNING = "(still running; Ctrl-C cancels it, and streaming queries keep running)"
 CANCELLED = "Cancelled: the operation was interrupted; streaming queries keep running."
 CELL_STOPPED = "KeyboardInterrupt: the cell stopped; streaming queries keep running."
 CELL_BLOCKED = ("KeyboardInterrupt: the cell is blocked in a call that Ctrl-C cannot interrupt (a sleep, a read); it "
                 "stops when that call returns, and nothing after it runs. Streaming queries keep running.")
+FINISHED_FIRST = "note: the cell had finished when Ctrl-C came: everything in it ran."
 ABANDONED = ("Cancelled: the server did not answer, so the call was abandoned; "
              "streaming queries keep running on the server.")
 
@@ -137,9 +139,19 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
                                        "The server or network may be stuck; streaming queries keep running. "
                                        "[repl] command_timeout in config.toml sets the limit")
     except KeyboardInterrupt:
+        if user_call is not None and call.wait(FINISH_GRACE):  # the cell had ended (or was ending) as Ctrl-C came
+            return _finished_first(ctx, call)
         waited_on = user_call.waiting_on if user_call is not None else None
         still_running = give_up()  # a wait (interrupt=False) just stops waiting: nothing is abandoned
         cell_stopped = None if user_call is None or waited_on else not still_running
         raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on, by_keyboard=True,
                         cell_stopped=cell_stopped) from None
+    return call.result()
+
+
+def _finished_first(ctx: CommandRunner, call: Call[Any]) -> Any:
+    """Ctrl-C seen only after the cell ended (a long C call holds the interpreter, and the signal waits for it): its
+    result stands, and the note says that it ran, instead of claiming it stopped."""
+    ctx.err.write(FINISHED_FIRST + "\n")
+    ctx.err.flush()
     return call.result()

@@ -32,7 +32,7 @@ def feed(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     rows: list[object] = list(given) if isinstance(given, (list, tuple)) and (isinstance(given, list) or _several(given)) \
         else [given]
     readers = _readers(ctx, source)
-    before = {query.id: _last_batch(query) for query in readers}
+    before = {query.id: _last_reported(query) for query in readers}
     batch = source.add(rows)
     said: list[Table | Message | Block] = [Message(f"Added batch {batch} of {args[0]} ({len(rows)} row{'s' if len(rows) != 1 else ''})"
                                            + ("; no running query reads it (:start one of its .df)" if not readers
@@ -62,21 +62,25 @@ def _readers(ctx: CommandContext, source: MemorySource) -> list[Query]:
     return found
 
 
-def _last_batch(query: Query) -> int:
+def _last_reported(query: Query) -> str:
+    """When the query last reported progress (ISO time; "" for never). A query waiting for data reports the batch it
+    will run next, with no rows: a batch id alone cannot say which reports came after the rows were added."""
     progress = query.progress
-    return progress.batch_id if progress is not None else -1
+    return progress.timestamp if progress is not None else ""
 
 
-def _changes(query: Query, since: int) -> list[Table | Message | Block]:
-    """What the batches after `since` did: their output rows, the late rows they dropped, the watermark now."""
-    batches = [p for p in query.history if p.batch_id > since]
+def _changes(query: Query, since: str) -> list[Table | Message | Block]:
+    """What the batches reported after `since` did: their output rows, the late rows they dropped, the watermark."""
+    batches = [p for p in query.history if p.timestamp > since]
     said: list[Table | Message | Block] = []
     for progress in batches:
         if not progress.input_rows and not progress.dropped_by_watermark:
             continue  # a batch that only moved the watermark on
         try:
             written = query.batch_rows(progress.batch_id) if query.view else None
-        except SparkscopeError:
+        except SparkscopeError as exc:
+            said.append(Message(f"{query.name}, batch {progress.batch_id}: {progress.input_rows} rows in; what it "
+                                f"wrote could not be read ({exc.message})"))
             written = None
         if written is not None:
             said.append(Table(written.columns, [list(row) for row in written.rows],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 
 from sparkscope.client.errors import translate
@@ -204,3 +206,20 @@ def test_a_peer_that_answers_but_not_in_http2_is_known_from_grpc_s_words():
                                  "to connect to remote host: Connection refused")
     assert certificate_untrusted("Handshake failed with error SSL_ERROR_SSL: error:1000007d:SSL routines:"
                                  "OPENSSL_internal:CERTIFICATE_VERIFY_FAILED")
+
+
+@pytest.mark.parametrize("words", [
+    "failed to connect to all addresses; last error: UNKNOWN: ipv6:%5B::1%5D:29125: Failed to connect to remote host",
+    "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:29125: Failed to connect to remote host",
+])
+def test_an_unreachable_server_is_explained_by_the_finder_of_its_port_whichever_address_grpc_names(words):
+    """localhost is ::1 and 127.0.0.1: gRPC names whichever it tried last."""
+    from sparkscope.client.errors import ServerOutOfMemory, explain_unreachable, unreachable_cause
+
+    said = ServerOutOfMemory("The Spark server ran out of memory (Java heap space) and exited")
+    forget = explain_unreachable(29125, lambda: said)
+    try:
+        assert unreachable_cause(ValueError(words)) is said
+        assert unreachable_cause(ValueError(words.replace("29125", "29126"))) is None
+    finally:
+        forget()

@@ -124,6 +124,34 @@ def test_quit_returns_an_exit_instead_of_leaving_itself():
     assert run(FakeContext(), ":q") == Exit()
 
 
+def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_this_process_knows():
+    """A busy server that does not answer in time must not make the REPL leave as if nothing ran."""
+    from sparkscope.repl.leaving import leave
+
+    class Busy(FakeSession):
+        closed_with: bool | None = None
+
+        def running(self) -> list[Any]:
+            raise SparkscopeError("Listing running queries got no answer within 5 s")
+
+        def known_queries(self) -> list[Any]:
+            return [SimpleNamespace(name="leaving", known_state=lambda: None),
+                    SimpleNamespace(name="ended", known_state=lambda: "stopped")]
+
+        def close(self, stop_queries: bool) -> None:
+            self.closed_with = stop_queries
+
+    asked: list[str] = []
+    ctx = FakeContext(session=Busy(), answers=[True])
+    ctx.confirm = lambda question: asked.append(question) or True  # type: ignore[method-assign]
+    ctx.session.target = SimpleNamespace(source="remote", token_source=None)
+    assert leave(ctx, None, None) == "Stopped leaving."
+    assert asked == ["1 query is still running (leaving). Stop it? [y/N] "]
+    assert ctx.session.closed_with is True
+    assert ctx.err.getvalue() == ("note: the server did not list its running queries (Listing running queries got no "
+                                  "answer within 5 s); these are the ones this process knows of.\n")
+
+
 def test_connect_returns_the_switch_and_says_what_it_left_in_the_previous_session():
     ctx = FakeContext(opener=lambda: FakeSession())
     ctx.session = FakeSession()

@@ -16,3 +16,28 @@ def test_ctrl_c_on_a_wait_in_a_script_says_the_script_stopped_and_promises_nothi
 
 def test_a_cancel_by_the_server_in_a_script_is_not_called_a_keyboard_interrupt():
     assert cancel_notice(Cancelled(), interactive=False).startswith("Cancelled:")
+
+
+def test_ctrl_c_that_comes_after_the_cell_finished_says_so_and_keeps_its_result():
+    """Ctrl-C seen only once the cell had ended (a long C call holds the interpreter, so the signal waits): the cell
+    ran to its end, so its value stands, and the note says so instead of claiming it stopped."""
+    import _thread
+    import io
+    import threading
+    from types import SimpleNamespace
+
+    from sparkscope.repl.worker import FINISHED_FIRST, STILL_RUNNING, run_in_worker
+    from tests.helpers import wait_for
+
+    ctx = SimpleNamespace(session_or_none=lambda: None, interactive=True, err=io.StringIO(), cancelled=None)
+
+    def cell() -> str:
+        # once the main thread waits on it (the fact: it said the cell still runs), Ctrl-C, seen by the main thread
+        # at its next instruction, after this returns
+        wait_for(lambda: STILL_RUNNING in ctx.err.getvalue(), timeout=30, what="the main thread to wait")
+        _thread.interrupt_main()
+        return "its value"
+
+    assert threading.current_thread() is threading.main_thread()
+    assert run_in_worker(ctx, cell, user_code=True) == "its value"
+    assert ctx.err.getvalue() == f"{STILL_RUNNING}\n{FINISHED_FIRST}\n"

@@ -118,3 +118,18 @@ def test_no_class_of_ours_is_stacked_three_deep():
     deep = sorted(name for name in parents if depth(name) >= 3 and not is_error(name))
     assert deep == [], deep
     assert depth("AuthenticationFailed") == 3, "the depth is counted (the errors' own hierarchy is three deep)"
+
+
+def test_no_class_of_ours_inherits_from_another_errors_and_protocols_aside():
+    """A class holds its parts instead of inheriting them. The error hierarchy, and Protocols that extend Protocols,
+    are the exceptions."""
+    parents = _class_parents()
+    protocols = {node.name for path in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("Protocol") for b in node.bases)}
+
+    def is_error(name: str) -> bool:
+        return name.endswith(("Error", "Exception")) or any(is_error(parent) for parent in parents.get(name, []))
+
+    stacked = sorted(name for name, bases in parents.items() if bases and not is_error(name) and name not in protocols)
+    assert stacked == [], stacked
+    assert parents["ServerUnreachable"] == ["ConnectionFailed"], "the rule reads the bases of our classes"

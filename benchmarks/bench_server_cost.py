@@ -15,7 +15,11 @@ Each figure is given as the ratio of sparkscope to pyspark. `--minutes N` runs t
 for N minutes on two servers at once, the used heap after a full GC (jcmd) and the PSS every minute, to a CSV and a
 PNG in benchmarks/results/ (matplotlib, `make soak` installs it): the memory sink grows, sparkscope's sink does not.
 
-Run: make bench  (or .venv/bin/python benchmarks/bench_server_cost.py [--minutes 60])
+`--candidates` measures, next to the memory sink, the floor of any foreachBatch-based sink (issue 46's "cheaper
+foreachBatch"): pyspark's `foreachBatch` with a function that does nothing, so no round trip at all, only the
+Python worker each query holds on the server.
+
+Run: make bench  (or .venv/bin/python benchmarks/bench_server_cost.py [--minutes 60 | --candidates])
 """
 
 from __future__ import annotations
@@ -55,6 +59,9 @@ def cpu_seconds(pids: list[int]) -> float:
     return sum(of(pid) or 0.0 for pid in pids)
 
 
+FLOOR = "foreachBatch floor"  # a foreachBatch that does nothing: what any foreachBatch sink costs at least
+
+
 class Side:
     """One way of starting QUERIES memory-backed append streams on one server."""
 
@@ -80,6 +87,8 @@ class Side:
         name = f"q{index}"
         if self.name == "sparkscope":
             return self.ss.start(self.stream(), name).handle
+        if self.name == FLOOR:
+            return self.stream().writeStream.foreachBatch(lambda df, batch_id: None).queryName(name).start()
         return self.stream().writeStream.format("memory").queryName(name).start()
 
     def read(self):
@@ -123,7 +132,7 @@ def measure(side_name: str) -> dict[str, float]:
         batch_ms = [p.durationMs["triggerExecution"] for handle in side.handles for p in handle.recentProgress
                     if p.numInputRows and p.timestamp >= since]
         reads, peeks = [], []
-        for _ in range(READS):
+        for _ in range(READS if side_name != FLOOR else 0):  # the floor keeps no rows to read
             for read, times in ((side.read, reads), *(((side.peek, peeks),) if side_name == "sparkscope" else ())):
                 began = time.perf_counter()
                 read()
@@ -131,7 +140,8 @@ def measure(side_name: str) -> dict[str, float]:
         side.close()
     return {"memory": memory, "per_query": (memory - idle) / QUERIES, "pythons": pythons, "cores": cores,
             "batch_ms": statistics.median(batch_ms) if batch_ms else float("nan"), "starts": starts,
-            "read": statistics.median(reads), "peek": statistics.median(peeks) if peeks else float("nan")}
+            "read": statistics.median(reads) if reads else float("nan"),
+            "peek": statistics.median(peeks) if peeks else float("nan")}
 
 
 def warm_starts(side_name: str, together: bool) -> float:
@@ -182,6 +192,27 @@ def one_run() -> None:
     sequential, together = warm_starts("sparkscope", False), warm_starts("sparkscope", True)
     print(f"  {QUERIES} sparkscope starts on a warm server: at once {together:.2f} s, one after another "
           f"{sequential:.2f} s ({together / sequential:.2f}x)")
+
+
+def candidates() -> None:
+    """The foreachBatch floor next to the memory sink, ROUNDS rounds: what issue 46's cheaper foreachBatch could
+    at best cost the server."""
+    samples: dict[str, list[dict[str, float]]] = {FLOOR: [], "pyspark": []}
+    for round_ in range(ROUNDS):
+        for side in ((FLOOR, "pyspark") if round_ % 2 == 0 else ("pyspark", FLOOR)):
+            samples[side].append(measure(side))
+    floor, theirs = ({key: statistics.median(run[key] for run in runs) for key in runs[0]}
+                     for runs in (samples[FLOOR], samples["pyspark"]))
+    print(f"{QUERIES} append streams of {RATE} rows/s each, sampled {SAMPLE_AT:.0f} s after the first start "
+          f"(medians of {ROUNDS} rounds):")
+    for label, key, form in (("server memory (PSS)", "memory", "{:,.0f} MB"),
+                             ("memory per query", "per_query", "{:,.0f} MB"), ("server CPU", "cores", "{:.2f} cores"),
+                             ("median batch time", "batch_ms", "{:,.0f} ms"),
+                             (f"{QUERIES} starts, one after another", "starts", "{:.2f} s"),
+                             ("Python processes on the server", "pythons", "{:.0f}")):
+        ratio = f"{floor[key] / theirs[key]:.2f}x" if theirs[key] else "-"
+        print(f"  {label:<34} {FLOOR} {form.format(floor[key]):>12}   pyspark memory sink "
+              f"{form.format(theirs[key]):>12}   {ratio}")
 
 
 def long_run(minutes: int) -> None:
@@ -241,5 +272,7 @@ if __name__ == "__main__":
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     if "--minutes" in sys.argv:
         long_run(int(sys.argv[sys.argv.index("--minutes") + 1]))
+    elif "--candidates" in sys.argv:
+        candidates()
     else:
         one_run()

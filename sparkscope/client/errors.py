@@ -486,12 +486,13 @@ def certificate_untrusted(details: str) -> bool:
     return "CERTIFICATE_VERIFY_FAILED" in details.upper() and "WRONG_VERSION_NUMBER" not in details
 
 
-MISSING_DATA_SOURCE = ("DATA_SOURCE_NOT_FOUND", "KAFKA_DATA_SOURCE_NOT_ENABLED")
+# Kafka's own conditions: KAFKA_DATA_SOURCE_NOT_ENABLED since Spark 4.1, _LEGACY_ERROR_TEMP_1140 in 4.0
+MISSING_DATA_SOURCE = ("DATA_SOURCE_NOT_FOUND", "KAFKA_DATA_SOURCE_NOT_ENABLED", "_LEGACY_ERROR_TEMP_1140")
 
 
 def missing_data_source(exc: BaseException) -> bool:
-    """The server has no data source of that name (DATA_SOURCE_NOT_FOUND, or KAFKA_DATA_SOURCE_NOT_ENABLED for
-    Kafka's; Spark's words where it names no condition)."""
+    """The server has no data source of that name (DATA_SOURCE_NOT_FOUND, or Kafka's own condition for Kafka's;
+    Spark's words where it names no condition)."""
     condition = _error_class(exc, str(exc))
     return condition in MISSING_DATA_SOURCE or (condition is None and "Failed to find data source" in str(exc))
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._pyspark import (default_retry_policy, hold_process_settings, keep_session_on_close, make_active, release_process_settings, user_id,
-                       session_builder, session_id)
+from ._pyspark import (default_retry_policy, fill_confs_the_server_lacks, hold_process_settings, keep_session_on_close,
+                       make_active, release_process_settings, session_builder, session_id, user_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
@@ -110,6 +110,8 @@ class Session:
         self.spark = spark
         self.target = target
         self.server_version = server_version
+        with swallowed("setting the confs this client's createDataFrame asks an older server for"):
+            fill_confs_the_server_lacks(spark, server_version)
         self.kafka = KafkaSupport(spark, server_version, target.profile)
         # what the server can run (its Python, Kafka connector, checkpoint root), asked on first need
         self.facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,

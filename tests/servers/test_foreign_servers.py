@@ -97,12 +97,14 @@ def test_start_peek_progress_watch_and_stop_an_append_stream(repl, kind):
     assert "→ bounded sink" in again
     assert "note:" not in again  # said once per session
     assert repl.run(":stop ticks").strip().endswith("Stopped ticks")
+    # the bounded sink asks the server nothing: what it has is asked when :server asks
+    assert re.search(r"\| server +\| not asked yet \(:server asks\)", repl.run(":session"))
+    server = repl.run(":server")  # the table of sparkscope server check, in the REPL
     session = repl.run(":session")
     assert re.search(r"\| server +\| Spark 4\.\d+\.\d+, Python 3\.\d+(\.\d+)?; " +
                      {"bare": "missing: foreachBatch, kafka, checkpoints \\(:server\\)",
                       "other-python": "missing: python, foreachBatch, kafka, checkpoints \\(:server\\)",
                       "spark-4.0": "everything sparkscope uses works"}[kind], session), session
-    server = repl.run(":server")  # the table of sparkscope server check, in the REPL
     assert re.search(r"\| foreachBatch +\| " + ("MISSING" if lacking else "ok") + r" +\|", server), server
     assert re.search(r"\| bounded sink +\| ok +\|", server), server
     assert WORKER_FAILED not in out + again + session + server
@@ -181,6 +183,12 @@ def test_kafka_reads_through_what_the_server_has_or_says_what_it_lacks(repl, kaf
         assert {"a", "b", "c"} <= set(re.findall(r"^\|\s*([abc])\s*\|", peek, re.M)), peek
     assert WORKER_FAILED not in out
     repl.run(":stop --all")
+
+
+def test_rows_made_here_reach_every_server(repl):
+    """createDataFrame with rows: pyspark 4.3 asks the server for confs Spark 4.0 lacks, which sparkscope fills."""
+    out = repl.run('spark.createDataFrame([(1, "a"), (2, "b")], "x int, y string").collect()')
+    assert "[Row(x=1, y='a'), Row(x=2, y='b')]" in out, out
 
 
 def test_a_udf_runs_or_says_what_the_server_lacks(repl, kind):

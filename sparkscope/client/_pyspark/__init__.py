@@ -103,6 +103,37 @@ def make_active(spark: Any) -> None:
     SparkSession._active_session.session = spark
 
 
+# The confs a newer client's createDataFrame asks the server for (SparkConnectClient.get_config_dict in
+# pyspark/sql/connect/session.py, 4.3.0) and an older server does not have: Spark 4.0 answers SQL_CONF_NOT_FOUND, so
+# pyspark 4.3's createDataFrame with rows fails there. The values are Spark 4.3's defaults.
+CREATE_DATAFRAME_CONFS = {
+    "spark.sql.session.localRelationSizeLimit": "3221225472",
+    "spark.sql.session.localRelationChunkSizeRows": "10000",
+    "spark.sql.session.localRelationChunkSizeBytes": "16777216",
+    "spark.sql.session.localRelationBatchOfChunksSizeBytes": "1073741824",
+}
+
+
+def fill_confs_the_server_lacks(spark: Any, server_version: str) -> list[str]:
+    """On a server older than this client: set, in this session, the CREATE_DATAFRAME_CONFS it does not have (one
+    RPC each, only there), so that createDataFrame works as it does on a server of the client's own version.
+    Returns the confs set."""
+    from pyspark.errors import PySparkException
+
+    if version_tuple(server_version)[:2] >= version_tuple(client_version())[:2]:
+        return []
+    filled = []
+    for key, value in CREATE_DATAFRAME_CONFS.items():
+        try:
+            spark.conf.get(key)
+        except PySparkException as exc:
+            if exc.getCondition() != "SQL_CONF_NOT_FOUND":
+                raise
+            spark.conf.set(key, value)
+            filled.append(key)
+    return filled
+
+
 def session_builder(url: str, tls_credentials: Callable[[str | None], Any] | None = None) -> Any:
     """SparkSession.builder for `url`. With `tls_credentials` (the channel's credentials for a token: trusting a
     private CA, connection/credentials.py), a DefaultChannelBuilder (public, 3.5+) whose TLS channel uses them

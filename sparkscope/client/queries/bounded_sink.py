@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import translated
@@ -30,6 +31,7 @@ from .server_classes import ServerClasses
 
 BATCH_COLUMN = "__sparkscope_batch"
 SINK_CLASS = "sparkscope.sink.KeepNewest"
+CHECKPOINT_KEY = "sparkscope.checkpoint"  # the batch column's metadata naming a ring's scratch checkpoint
 RING_GONE = "SPARKSCOPE_RING_GONE"  # the sink's error when it keeps no rows of that name (KeepNewest.java)
 
 
@@ -51,6 +53,15 @@ def ring_options(view: str, retention: Retention, mode: str) -> dict[str, str]:
     return options
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A ring made for a query: the options its writer gives the sink, and the checkpoint folder the ring made
+    on the server for it (None unless asked)."""
+
+    sink_options: dict[str, str]
+    scratch_checkpoint: str | None
+
+
 class BoundedSink:
     """The bounded sink as one session uses it: its rings made, read and dropped. Every call that reads a ring makes
     sure the jar's classes load first: a session that did not start the query (a second REPL's :peek) reads it too."""
@@ -63,17 +74,21 @@ class BoundedSink:
         """Where the sink's class loads from on the server (server_classes.py)."""
         return self._classes.load()
 
-    def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str) -> dict[str, str]:
+    def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str, *,
+                scratch_checkpoint: bool = False) -> Prepared:
         """Make the (empty) ring before the query starts, so reading it never fails, and the temporary view named
-        after the query; return the options the query's writer gives the sink."""
+        after the query. `scratch_checkpoint`: the ring also makes its query a checkpoint folder in the server's
+        temporary folder (Spark gives a memory sink one, never a sink of a class of its own), gone with the ring."""
         self.load()
         options = ring_options(view, retention, mode)
+        if scratch_checkpoint:
+            options["scratch_checkpoint"] = "true"
         with translated():
             made = self._spark.read.format(SINK_CLASS).options(**options, schema=df.schema.json()).load()
-            made.schema  # noqa: B018 - analysing the read makes the ring (one RPC)
+            batch = made.schema[BATCH_COLUMN]  # analysing the read makes the ring (one RPC)
             columns = [f"`{field.name.replace('`', '``')}`" for field in df.schema.fields]
             self._read(view).select(*columns).createOrReplaceTempView(name)
-        return {"ring": view}
+        return Prepared({"ring": view}, (batch.metadata or {}).get(CHECKPOINT_KEY))
 
     def _read(self, view: str) -> Any:
         self.load()
@@ -94,3 +109,10 @@ class BoundedSink:
         self.load()
         with translated():
             self._spark.read.format(SINK_CLASS).option("ring", view).option("forget", "true").load().collect()
+
+    def discard(self, name: str, view: str) -> None:
+        """A ring made for a query that did not start: the ring (and the checkpoint it made) and the view named
+        after the query, gone."""
+        self.drop(view)
+        with translated():
+            self._spark.catalog.dropTempView(name)

@@ -163,15 +163,19 @@ class QueryStarter:
                      foreach_batch: Callable[[Any, int], None] | None, warning: str | None, plan: bytes | None,
                      problem: str | None, retention: Retention | None, notes: list[str] | None) -> Query:
         self._check_not_running_elsewhere(name)
+        if checkpoint is None:
+            checkpoint = self.fresh_checkpoint(name)
         view = None
         sink_options: dict[str, str] = {}
+        writer = df.writeStream.queryName(name).outputMode(chosen)
         if sink == BOUNDED:
             self.drop_old_view(name)
             view = bounded_sink.view_name(name)
-            sink_options = self._sink.prepare(df, name, view, retention or Retention(), chosen)
-        if checkpoint is None:
-            checkpoint = self.fresh_checkpoint(name)
-        writer = df.writeStream.queryName(name).outputMode(chosen)
+            prepared = self._sink.prepare(df, name, view, retention or Retention(), chosen,
+                                          scratch_checkpoint=checkpoint is None)
+            sink_options = prepared.sink_options
+            if prepared.scratch_checkpoint:  # the ring's own, on the server: it goes with the ring
+                writer = writer.option("checkpointLocation", prepared.scratch_checkpoint)
         if parsed_trigger.kind != "default":
             writer = writer.trigger(**parsed_trigger.writer_kwargs())
         if checkpoint:
@@ -184,6 +188,9 @@ class QueryStarter:
                                         sink_options=sink_options, foreach_batch=foreach_batch)
         except BaseException:  # Ctrl-C, or a start Spark refused: no query, so no checkpoint this start made
             self._discard_unused(checkpoint)
+            if view is not None:  # nor its ring (with the checkpoint the ring made), nor the view on it
+                with swallowed(f"dropping the view {view}"):
+                    self._sink.discard(name, view)
             raise
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,

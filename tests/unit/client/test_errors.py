@@ -140,6 +140,11 @@ def test_a_missing_data_source_is_known_by_its_condition():
     assert missing_data_source(_analysis(  # Spark 4.3's words, from a server without the Kafka connector
         "[KAFKA_DATA_SOURCE_NOT_ENABLED] Failed to find data source: kafka. Please deploy the application as per the "
         "deployment section of Structured Streaming + Kafka Integration Guide. SQLSTATE: 42K02"))
+    from pyspark.errors.exceptions.connect import AnalysisException
+
+    assert missing_data_source(AnalysisException(  # Spark 4.0's: a legacy condition, named outside the words
+        message="Failed to find data source: kafka. Please deploy the application as per the deployment section of "
+                "Structured Streaming + Kafka Integration Guide.", errorClass="_LEGACY_ERROR_TEMP_1140"))
     assert missing_data_source(_analysis(  # any other name
         "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: nosuch. Make sure the provider name is correct and "
         "the package is properly registered and compatible with your Spark version. SQLSTATE: 42K02"))

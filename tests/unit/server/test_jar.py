@@ -47,8 +47,12 @@ def test_the_ring_keeps_the_newest_rows_by_batch_time_and_partition(tmp_path):
     classes = tmp_path / "classes"
     subprocess.run(["javac", "-nowarn", "-cp", f"{JAR}:{jars}", "-d", str(classes), str(source)], check=True,
                    capture_output=True, text=True)
-    ran = subprocess.run(["java", "-cp", f"{classes}:{JAR}:{jars}", "sparkscope.sink.KeepNewestCheck"],
+    scratch = tmp_path / "java-tmp"  # the JVM's temporary folder, where a ring makes its checkpoint
+    scratch.mkdir()
+    ran = subprocess.run(["java", f"-Djava.io.tmpdir={scratch}", "-cp", f"{classes}:{JAR}:{jars}",
+                          "sparkscope.sink.KeepNewestCheck"],
                          capture_output=True, text=True, timeout=120)
     lines = ran.stdout.splitlines()
     assert [line for line in lines if not line.startswith("ok ")] == [] and ran.returncode == 0, ran.stderr[-2000:]
-    assert len(lines) == 12
+    assert len(lines) == 15
+    assert list(scratch.iterdir()) == []  # what the checks made, they removed

@@ -1,6 +1,7 @@
 /*
  * The bounded sink's ring, checked in a JVM of its own (tests/unit/server/test_sink_jar.py compiles and runs it):
- * what it keeps across batches, a retried batch, complete mode, time, the newest rows of each partition, and one
+ * what it keeps across batches, a retried batch, complete mode, time, the newest rows of each partition, the
+ * checkpoint a ring makes and removes, and one
  * registry for every class loader that loads the jar (a session artifact is loaded once per session).
  * Prints one line per check, "ok NAME" or "FAIL NAME: why", and exits 1 when one failed.
  */
@@ -89,6 +90,27 @@ public final class KeepNewestCheck {
         }
         check("a batch larger than the ring keeps the newest rows of each partition, in turn",
               "7 8 9 100 101 208 209", String.join(" ", newest));
+
+        // A ring that makes its query's checkpoint: named in its schema, gone when forgotten, and only it
+        java.nio.file.Path outside = java.nio.file.Files.createTempDirectory("keep-newest-check-");
+        java.nio.file.Files.writeString(outside.resolve("kept"), "not the ring's");
+        KeepNewest.Ring scratched = new KeepNewest.Ring(SCHEMA, 5, null, false, KeepNewest.Scratch.make("check"));
+        String named = ((StructType) scratched.apply(new Object[] {"schema"})).apply(KeepNewest.BATCH_COLUMN)
+                .metadata().getString(KeepNewest.CHECKPOINT_KEY);
+        java.nio.file.Path folder = java.nio.file.Paths.get(named);
+        java.nio.file.Files.createDirectories(folder.resolve("offsets"));
+        java.nio.file.Files.writeString(folder.resolve("offsets").resolve("0"), "v1");
+        java.nio.file.Files.createSymbolicLink(folder.resolve("link"), outside);
+        check("the scratch checkpoint is a folder of the temporary folder", "true",
+              String.valueOf(java.nio.file.Files.isDirectory(folder)
+                             && folder.startsWith(java.nio.file.Paths.get(System.getProperty("java.io.tmpdir"))
+                                                  .toRealPath())));
+        scratched.apply(new Object[] {"forget"});
+        check("a forgotten ring's checkpoint is gone", "false", String.valueOf(java.nio.file.Files.exists(folder)));
+        check("a link inside it is removed, never followed", "true",
+              String.valueOf(java.nio.file.Files.exists(outside.resolve("kept"))));
+        java.nio.file.Files.delete(outside.resolve("kept"));
+        java.nio.file.Files.delete(outside);
 
         // Two class loaders (two sessions that each got the jar as an artifact) share the rings
         URL jar = KeepNewest.class.getProtectionDomain().getCodeSource().getLocation();

@@ -17,13 +17,22 @@
  *   seconds  keep only the rows of the last that many seconds (none)
  *   replace  "true" for complete mode: each batch is the whole result
  *   forget   "true" on a read: the ring is dropped, and the read gives no rows
+ *   scratch_checkpoint  "true" with schema: the ring makes a checkpoint folder for its query in the server's
+ *            temporary folder, as Spark makes one for a memory sink (a sink of a class of its own gets none), and
+ *            names it in its batch column's metadata (CHECKPOINT_KEY); the folder goes when the ring is forgotten,
+ *            or when the JVM exits. A server with spark.sql.streaming.checkpointLocation does not need it.
  *
  * A read gives the kept rows, newest batch first, with one more column, __sparkscope_batch: the batch that wrote
  * each row, so that a client can read one batch's rows.
  */
 package sparkscope.sink;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.Comparator;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.Iterator;
@@ -34,6 +43,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.stream.Stream;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -66,6 +76,7 @@ import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -76,6 +87,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class KeepNewest implements TableProvider {
     public static final String BATCH_COLUMN = "__sparkscope_batch";
     static final int DEFAULT_ROWS = 10000;
+    /** The batch column's metadata key that names a ring's scratch checkpoint (option scratch_checkpoint). */
+    public static final String CHECKPOINT_KEY = "sparkscope.checkpoint";
 
     /**
      * Every ring of this server, by name, kept in the JVM's system properties: a server that got this jar as a session
@@ -101,7 +114,10 @@ public final class KeepNewest implements TableProvider {
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         String name = required(options, "ring");
         if (options.getBoolean("forget", false)) {
-            rings().remove(name);
+            Function<Object[], Object> forgotten = rings().remove(name);
+            if (forgotten != null) {
+                forgotten.apply(new Object[] {"forget"});
+            }
             return new StructType();
         }
         String schema = options.get("schema");
@@ -109,7 +125,8 @@ public final class KeepNewest implements TableProvider {
             StructType data = (StructType) DataType.fromJson(schema);
             rings().computeIfAbsent(name, key -> new Ring(data, options.getInt("rows", DEFAULT_ROWS),
                     options.containsKey("seconds") ? Double.parseDouble(options.get("seconds")) : null,
-                    options.getBoolean("replace", false)));
+                    options.getBoolean("replace", false),
+                    options.getBoolean("scratch_checkpoint", false) ? Scratch.make(name) : null));
         }
         return (StructType) ring(name).apply(new Object[] {"schema"});
     }
@@ -138,7 +155,7 @@ public final class KeepNewest implements TableProvider {
 
     /**
      * What one run of one query keeps: its newest batches, newest first, at most `rows` rows in all. Asked through
-     * apply: {"schema"} (the read schema), {"rows"}, {"commit", batch, rows}, {"snapshot"}.
+     * apply: {"schema"} (the read schema), {"rows"}, {"commit", batch, rows}, {"snapshot"}, {"forget"}.
      */
     static final class Ring implements Function<Object[], Object> {
         final StructType schema;
@@ -148,15 +165,23 @@ public final class KeepNewest implements TableProvider {
         final boolean replace;
         private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
         private final LongSupplier clock;  // milliseconds
+        private final Scratch scratch;  // the checkpoint folder this ring made for its query, or null
 
-        Ring(StructType schema, int rows, Double seconds, boolean replace) {
-            this(schema, rows, seconds, replace, System::currentTimeMillis);
+        Ring(StructType schema, int rows, Double seconds, boolean replace, Scratch scratch) {
+            this(schema, rows, seconds, replace, System::currentTimeMillis, scratch);
         }
 
         Ring(StructType schema, int rows, Double seconds, boolean replace, LongSupplier clock) {
+            this(schema, rows, seconds, replace, clock, null);
+        }
+
+        Ring(StructType schema, int rows, Double seconds, boolean replace, LongSupplier clock, Scratch scratch) {
             this.clock = clock;
             this.schema = schema;
-            this.readSchema = schema.add(new StructField(BATCH_COLUMN, DataTypes.LongType, false, Metadata.empty()));
+            this.scratch = scratch;
+            Metadata batchMetadata = scratch == null ? Metadata.empty()
+                    : new MetadataBuilder().putString(CHECKPOINT_KEY, scratch.folder.toString()).build();
+            this.readSchema = schema.add(new StructField(BATCH_COLUMN, DataTypes.LongType, false, batchMetadata));
             this.rows = Math.max(0, rows);
             this.seconds = seconds;
             this.replace = replace;
@@ -175,6 +200,11 @@ public final class KeepNewest implements TableProvider {
                     return null;
                 case "snapshot":
                     return snapshot((Long) call[1], (Integer) call[2]);
+                case "forget":
+                    if (scratch != null) {
+                        scratch.delete();
+                    }
+                    return null;
                 default:
                     throw new IllegalArgumentException("a ring does not " + call[0]);
             }
@@ -240,6 +270,50 @@ public final class KeepNewest implements TableProvider {
                 }
             }
             return out.toArray(new InternalRow[0]);
+        }
+    }
+
+    /**
+     * A checkpoint folder a ring made for its query in the JVM's temporary folder: deleted, with what Spark wrote
+     * in it, when the ring is forgotten or the JVM exits, whichever comes first. Only this folder is ever deleted,
+     * and a link inside it is removed, never followed.
+     */
+    static final class Scratch {
+        final Path folder;
+        private final Thread atExit;
+
+        private Scratch(Path folder) {
+            this.folder = folder;
+            this.atExit = new Thread(this::deleteTree, "sparkscope-scratch-checkpoint");
+            Runtime.getRuntime().addShutdownHook(atExit);
+        }
+
+        static Scratch make(String ring) {
+            try {
+                return new Scratch(Files.createTempDirectory("sparkscope-checkpoint-" + ring + "-").toRealPath());
+            } catch (IOException e) {
+                throw new UncheckedIOException("sparkscope's sink could not make a checkpoint folder", e);
+            }
+        }
+
+        void delete() {
+            try {
+                Runtime.getRuntime().removeShutdownHook(atExit);
+            } catch (IllegalStateException exiting) {
+                return;  // the JVM is exiting: its hook deletes the folder
+            }
+            deleteTree();
+        }
+
+        private void deleteTree() {
+            if (!Files.isDirectory(folder)) {
+                return;
+            }
+            try (Stream<Path> inside = Files.walk(folder)) {  // walk follows no link
+                inside.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+            } catch (IOException | UncheckedIOException e) {
+                // what is left stays in the temporary folder; the query already ended
+            }
         }
     }
 

@@ -45,5 +45,8 @@ def test_the_state_of_a_windowed_count_reads_on_this_client(repl, tmp_path):
 
     wait_for(every_bucket_in_state, timeout=120, every=0.5, what="the state of every bucket")
     seen = box["seen"]
-    assert re.search(r"\|\s*bucket\s*\|\s*count\s*\|\s*partition_id\s*\|", seen), seen
+    # the state store of Spark before 4.3 names an aliased grouping key _groupingexpression (4.3: the alias), and
+    # :state shows what the store holds
+    key = "bucket" if not CLIENT or CLIENT.startswith("4.3.") else "_groupingexpression"
+    assert re.search(rf"\|\s*{key}\s*\|\s*count\s*\|\s*partition_id\s*\|", seen), seen
     repl.run(":stop --all")

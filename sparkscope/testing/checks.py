@@ -87,8 +87,8 @@ def _table(expected: list[Row], actual: list[Row], columns: Sequence[str]) -> st
 
 def _fail(what: str, query: Query, expected: list[Row], actual: list[Row], columns: Sequence[str]) -> AssertionError:
     progress = _latest(query)
-    where = (f" after batch {progress.batch_id}, watermark {progress.watermark or 'none'}" if progress is not None
-             else " before its first batch")
+    where = (f" after batch {progress.batch_id}, watermark {_watermark(progress, _zone(query)) or 'none'}"
+             if progress is not None else " before its first batch")
     return AssertionError(f"{what} of {query.name}{where} differs ('-' expected only, '+' actual only):\n"
                           + _table(expected, actual, columns))
 
@@ -151,7 +151,7 @@ def check_dropped(query: Query, expected: int, *, batch: int | None = None) -> N
     progress = next((p for p in query.history if p.batch_id == batch), None)
     actual = progress.dropped_by_watermark if progress is not None else 0
     if actual != expected:
-        watermark = progress.watermark if progress is not None else "none"
+        watermark = (_watermark(progress, _zone(query)) if progress is not None else None) or "none"
         raise AssertionError(f"Batch {batch} of {query.name} dropped {actual} late row{'s' if actual != 1 else ''}, "
                              f"not {expected} (the watermark it ran with: {watermark})")
 

@@ -189,3 +189,31 @@ def test_peek_pushes_the_limit_and_reads_filters_on_the_server(ss):
         assert set(status) == {"message", "isDataAvailable", "isTriggerActive"} and status["message"], status
     finally:
         query.stop()
+
+
+def test_a_cancelled_probe_is_never_kept_and_the_next_call_asks_again(remote_url):
+    """Issue 51 row 2: Ctrl-C during `:server --refresh` once kept `python MISSING … [OPERATION_CANCELED]`. Here the
+    probe is interrupted until it gives up (every operation of the session, as Ctrl-C does), then asked again."""
+    import threading
+
+    import sparkscope
+    from sparkscope.client.errors import Cancelled
+
+    with sparkscope.connect(remote_url) as ss:
+        outcome: dict[str, object] = {}
+
+        def ask() -> None:
+            try:
+                outcome["caps"] = ss.facts.get(refresh=True)
+            except SparkscopeError as exc:
+                outcome["error"] = exc
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        while asking.is_alive():  # an interrupt that comes before the probe's call interrupts nothing: again
+            ss.spark.interruptAll()
+            asking.join(0.02)
+        assert isinstance(outcome.get("error"), Cancelled), outcome
+        assert ss.facts.known() is None  # nothing kept
+        again = ss.facts.get(refresh=True)
+        assert again.python.version and again.python.failure is None, again.python

@@ -105,13 +105,18 @@ class Live:
         if self.dashboard is not None:
             self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")
             return
-        what = "rows in the result" if batch.mode == "complete" else "new rows"
-        counted = f"{len(batch.rows.rows)} of {batch.total}" if batch.more else f"{batch.total}"
         cut = self._truncate.get(batch.query)
         rows = [[_cut(value, cut) for value in row] for row in batch.rows.rows] if cut else list(batch.rows.rows)
         table = Table(batch.rows.columns, rows, title=f"Batch: {batch.batch_id} ({batch.query})",
-                      footer=f"({counted} {what})", layout="whole" if cut == WHOLE else None)
+                      footer=batch_footer(batch), layout="whole" if cut == WHOLE else None)
         self.say(render(table))
+
+
+def batch_footer(batch: TailBatch) -> str:
+    """The line under a tailed batch: it counts the rows shown, of how many the batch wrote."""
+    what = "rows in the result" if batch.mode == "complete" else "new rows"
+    counted = f"{len(batch.rows.rows)} of {batch.total}" if batch.more else f"{batch.total}"
+    return f"({counted} {what})"
 
 
 WHOLE = 0  # truncate=WHOLE: Spark's console sink with truncate=false prints every value whole

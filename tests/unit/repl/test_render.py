@@ -108,3 +108,24 @@ def test_timestamps_show_in_the_session_time_zone_as_spark_shows_them():
         assert [cell(value) for value in row] == ["2024-01-01 05:30:00", "2024-01-01 00:00:00", "[{2024-01-01 05:30:00}]"]
     assert time_zone("Mars/Olympus") is None
     assert cell(Rows.from_arrow(table).rows[0][0]) == "2024-01-01 00:00:00 UTC"  # a zone Python does not know: named
+
+
+def test_a_tailed_batch_counts_the_rows_it_shows():
+    """:tail counts --limit 2 of a result of 3 rows: the footer counts what is shown, of how many."""
+    from sparkscope.client.queries.tail import TailBatch
+    from sparkscope.client.rows import Rows
+    from sparkscope.repl.output.live import batch_footer
+
+    shown = Rows(["bucket", "count"], [(0, 7), (1, 7)])
+    assert batch_footer(TailBatch("counts", 4, shown, total=3, mode="complete")) == "(2 of 3 rows in the result)"
+    assert batch_footer(TailBatch("ticks", 4, shown, total=2, mode="append")) == "(2 new rows)"
+
+
+def test_the_checkpoints_footer_names_the_command_that_prunes(tmp_path):
+    """:checkpoints names :checkpoints --prune AGE, the command that exists (not the CLI's words)."""
+    from sparkscope.client.catalog.checkpoints import Checkpoint
+    from sparkscope.repl.commands.catalog import checkpoints_table
+
+    table = checkpoints_table([Checkpoint(tmp_path / "ticks-0a1b2c3d", 2048, 0.0, None)])
+    assert table.footer == ("needed: a restartable query resumes from it. :checkpoints --prune AGE deletes the "
+                            "others older than AGE that sparkscope made")

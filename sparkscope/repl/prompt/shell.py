@@ -214,7 +214,12 @@ class Shell:
         self.executor.confirm = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.holder.on_state_change(self.prompt.app.invalidate)
+        self._plain: tuple[AbovePlainPrompt, AbovePlainPrompt] | None = None
         if is_dumb_terminal():  # the prompt is plain input(): no render, so no after_render, and no colour
+            # sys.stdout and sys.stderr for the REPL's life, before any thread (the server's start) writes
+            line = lambda: "sparkscope> " + self.prompt.default_buffer.text  # noqa: E731
+            self._plain = (AbovePlainPrompt(sys.stdout, line), AbovePlainPrompt(sys.stderr, line))
+            sys.stdout, sys.stderr = self._plain
             if on_first_draw is not None:
                 on_first_draw()
             return
@@ -257,13 +262,9 @@ class Shell:
             with patch_stdout(raw=True):
                 yield
             return
-        saved = sys.stdout, sys.stderr
-        line = lambda: "sparkscope> " + self.prompt.default_buffer.text  # noqa: E731
-        sys.stdout, sys.stderr = AbovePlainPrompt(saved[0], line), AbovePlainPrompt(saved[1], line)
-        try:
+        assert self._plain is not None  # installed by __init__ on a dumb terminal
+        with self._plain[0].showing(), self._plain[1].showing():
             yield
-        finally:
-            sys.stdout, sys.stderr = saved
 
     def loop(self) -> int:
         while not self.executor.exit_requested:

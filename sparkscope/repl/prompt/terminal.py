@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -71,10 +73,11 @@ def page(text: str) -> bool:
 
 
 class AbovePlainPrompt:
-    """sys.stdout and sys.stderr while a dumb terminal's prompt waits (prompt-toolkit then prints the prompt
-    and echoes keys, without cursor moves, and its patch_stdout writes onto the prompt's line). Output from
-    other threads (a notice, an alert) starts on a new line, and the prompt with what was typed so far is
-    printed again below it."""
+    """sys.stdout or sys.stderr on a dumb terminal, for the whole REPL (prompt-toolkit prints the prompt there and
+    echoes keys, without cursor moves, so what another thread writes lands on the prompt's line). While a prompt
+    waits (`showing()`), output from other threads (a notice, an alert) starts on a new line, and the prompt with
+    what was typed so far is printed again below it; otherwise output passes as it is. Installed once, not per
+    prompt: a thread that looked up sys.stderr just before a swap would still write onto the prompt's line."""
 
     def __init__(self, stream: Any, prompt_line: Any):
         import threading
@@ -82,10 +85,25 @@ class AbovePlainPrompt:
         self._stream = stream
         self._prompt_line = prompt_line  # () -> the prompt and the text typed so far
         self._lock = threading.Lock()
-        self._on_prompt_line = True
+        self._prompt_shown = False
+        self._on_prompt_line = False
+
+    @contextlib.contextmanager
+    def showing(self) -> Iterator[None]:
+        """A prompt waits for input meanwhile (it is printed right after this begins)."""
+        with self._lock:
+            self._prompt_shown = self._on_prompt_line = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._prompt_shown = self._on_prompt_line = False
 
     def write(self, text: str) -> int:
         with self._lock:
+            if not self._prompt_shown:
+                self._stream.write(text)
+                return len(text)
             if self._on_prompt_line:
                 self._stream.write("\n")
                 self._on_prompt_line = False

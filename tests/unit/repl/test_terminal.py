@@ -45,13 +45,17 @@ def test_output_above_a_dumb_terminals_prompt_starts_a_line_and_the_prompt_comes
     from sparkscope.repl.prompt.terminal import AbovePlainPrompt
 
     screen = io.StringIO()
-    screen.write("sparkscope> spa")  # the prompt, and what was typed so far
     proxy = AbovePlainPrompt(screen, lambda: "sparkscope> spa")
-    proxy.write("notice: Port 15002 is taken\n")
-    proxy.write("alert: ")
-    proxy.write("counts failed\n")
-    assert screen.getvalue() == ("sparkscope> spa\nnotice: Port 15002 is taken\nsparkscope> spa\n"
-                                 "alert: counts failed\nsparkscope> spa")
+    proxy.write("a command's own output\n")  # no prompt waits: it passes as it is
+    with proxy.showing():
+        screen.write("sparkscope> spa")  # the prompt, and what was typed so far
+        proxy.write("notice: Port 15002 is taken\n")
+        proxy.write("alert: ")
+        proxy.write("counts failed\n")
+    proxy.write("after the prompt\n")
+    assert screen.getvalue() == ("a command's own output\nsparkscope> spa\nnotice: Port 15002 is taken\n"
+                                 "sparkscope> spa\nalert: counts failed\nsparkscope> spa"
+                                 "after the prompt\n")
 
 
 def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left():

@@ -81,15 +81,18 @@ run: $(STAMP)
 # a single worker left the two cores idle 65% of the time while tests waited on the server's batches. With two,
 # `vmstat 5` shows them 0-3% idle: the suite is CPU-bound, so the JVMs it starts are tuned for it (tests/conftest.py).
 # The cluster tier (a standalone master, two workers and the Connect server) runs after the rest, in its
-# own pytest process, so that no other Spark runs beside it.
+# own pytest process, so that no other Spark runs beside it. Then the foreign-server tier and the client tier run
+# side by side (each starts one server at a time: two JVMs, as the main tier's two workers); the foreign tier's
+# report follows the client tier's.
 TEST_WORKERS ?= 2
 test: $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
 	@$(BIN)/sparkscope server check-java
 	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients
 	$(BIN)/python -m pytest tests/cluster -q
-	$(BIN)/python -m pytest tests/servers -q --durations=5
-	@for v in $(CLIENT_LINES); do echo "== the client tier: pyspark $$v"; \
-	  SPARKSCOPE_CLIENT_PYSPARK=$$v .venv-clients/$$v/bin/python -m pytest tests/clients -q -p no:cacheprovider || exit 1; done
+	@mkdir -p .test-logs; echo "$(BIN)/python -m pytest tests/servers -q --durations=5 (beside the client tier)"; \
+	$(BIN)/python -m pytest tests/servers -q --durations=5 > .test-logs/servers.log 2>&1 & servers=$$!; \
+	status=0; $(MAKE) --no-print-directory test-clients || status=1; \
+	wait $$servers || status=1; echo "== the foreign-server tier"; cat .test-logs/servers.log; exit $$status
 
 test-clients: $(TESTSTAMP) $(CLIENT_VENVS)
 	@for v in $(CLIENT_LINES); do echo "== the client tier: pyspark $$v"; \

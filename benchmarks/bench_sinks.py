@@ -1,8 +1,8 @@
 """The sinks a raw stream can go to, over a long run: the server's heap, the cost per batch, and :peek.
 
 A rate stream of RATE rows/s runs into each candidate until it has written TARGET rows:
-- bounded: sparkscope's default sink (a foreachBatch function keeping the newest 10,000 rows in the
-  server's Python worker and a global temporary view; client/queries/bounded_sink.py)
+- bounded: sparkscope's default sink (a ring of the newest 10,000 rows in the server's JVM, read through a
+  temporary view; client/queries/bounded_sink.py, sparkscope/jars/src/sparkscope/sink/KeepNewest.java)
 - memory: Spark's memory sink (sink="memory"; what plain pyspark's writeStream.format("memory") does)
 - parquet: a parquet file sink in a temporary folder, read back as ss.peek reads any file sink
 

@@ -422,7 +422,10 @@ public final class KeepNewest implements TableProvider {
             List<List<Row>> partitions = new ArrayList<>();
             for (WriterCommitMessage message : messages) {
                 if (message instanceof MemoryWriterCommitMessage) {
-                    partitions.add(CollectionConverters.asJava(((MemoryWriterCommitMessage) message).data()));
+                    // a Scala List (Spark's writers fill a ListBuffer): its size and its positions cost a walk
+                    // each, so it is copied once into an array list (a batch of 12 million rows took 55 s without)
+                    partitions.add(new ArrayList<>(
+                            CollectionConverters.asJava(((MemoryWriterCommitMessage) message).data())));
                 }
             }
             Function<Object[], Object> ring = rings().get(name);
@@ -434,12 +437,16 @@ public final class KeepNewest implements TableProvider {
         /** At most `rows` of the batch's rows, the newest of each partition, as many from each as fit in turn. */
         static List<Row> newest(List<List<Row>> partitions, int rows) {
             int[] take = new int[partitions.size()];
+            int[] sizes = new int[partitions.size()];
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = partitions.get(i).size();
+            }
             int taken = 0;
             boolean more = true;
             while (taken < rows && more) {
                 more = false;
                 for (int i = 0; i < take.length && taken < rows; i++) {
-                    if (take[i] < partitions.get(i).size()) {
+                    if (take[i] < sizes[i]) {
                         take[i]++;
                         taken++;
                         more = true;
@@ -448,8 +455,7 @@ public final class KeepNewest implements TableProvider {
             }
             List<Row> kept = new ArrayList<>(taken);
             for (int i = 0; i < take.length; i++) {
-                List<Row> partition = partitions.get(i);
-                kept.addAll(partition.subList(partition.size() - take[i], partition.size()));
+                kept.addAll(partitions.get(i).subList(sizes[i] - take[i], sizes[i]));
             }
             return kept;
         }

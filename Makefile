@@ -84,8 +84,10 @@ run: $(STAMP)
 # own pytest process, so that no other Spark runs beside it. Then the foreign-server tier and the client tier run
 # side by side (each starts one server at a time: two JVMs, as the main tier's two workers); the foreign tier's
 # report follows the client tier's.
+# The venvs it needs are built side by side (pip waits on the network and the disk as much as on the cores).
 TEST_WORKERS ?= 2
-test: $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
+test:
+	@$(MAKE) --no-print-directory -j4 $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
 	@$(BIN)/sparkscope server check-java
 	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients
 	$(BIN)/python -m pytest tests/cluster -q

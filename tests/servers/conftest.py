@@ -33,3 +33,22 @@ def remote_url(foreign) -> str:
 def kind(foreign) -> str:
     """bare (no pandas or pyarrow), spark-4.0 (everything), other-python (another Python minor version)."""
     return foreign.name
+
+
+# What runs none of the user's Python on the server (the bounded sink and the memory source are the server's JVM):
+# the other-python server differs from the bare one only in its Python's minor version, so these run on the bare
+# server and on 4.0 only. What runs Python there (a UDF, foreachBatch, sparkscope's Kafka source, the probe that
+# :session and server check report, display()) runs on all three.
+NO_SERVER_PYTHON = frozenset({
+    "test_the_first_session_runs_as_written", "test_the_sdk_example_runs_as_written",
+    "test_a_console_sink_prints_its_batches_above_the_prompt", "test_the_default_sink_keeps_at_most_what_it_keeps_on_every_server",
+    "test_getorcreate_then_await_termination_ends_with_ctrl_c", "test_state_of_a_query_with_a_checkpoint",
+    "test_rows_made_here_reach_every_server", "test_the_stream_test_of_docs_testing_passes_on_this_server",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    left_out = [item for item in items if item.originalname in NO_SERVER_PYTHON and "[other-python]" in item.name]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]

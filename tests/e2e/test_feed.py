@@ -19,6 +19,7 @@ def test_feed_shows_each_batch_s_rows_the_watermark_and_the_late_row_dropped(rep
     assert "counts: watermark 2018-03-02 10:23:50 (a row at or before it is late from the next batch on)" in first
     late = repl.run(':feed mobile ("p5", "open", "2018-03-02 10:11:35")', timeout=120)
     assert "Added batch 1 of mobile (1 row)" in late, late
+    assert re.search(r"counts, batch \d+: 1 row in, none out", late), late  # no empty table
     assert re.search(r"counts, batch \d+: 1 late row dropped \(its event time at or before the watermark "
                      r"2018-03-02 10:23:50\)", late), late
     wrong = repl.run(":feed counts (1,)")

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._pyspark import plan_fields
 from ..errors import ConfigError, translated
 from .server_classes import ServerClasses
 
@@ -32,6 +33,12 @@ def feed_of(description: str) -> str | None:
     if text.startswith("sparkscope-feed[") and text.endswith("]"):
         return text[len("sparkscope-feed["):-1]
     return None
+
+
+def reads_feed(plan: bytes, feed: str) -> bool:
+    """A recorded plan (the catalog's) reads the feed `feed`: the option that names it is in the plan. A query that
+    has not run a batch yet has no sources in its progress, and Spark explains no plan for it."""
+    return ("key", "feed") in (fields := plan_fields(plan)) and ("value", feed) in fields
 
 
 class MemorySource:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...client.errors import SparkscopeError
-from ...client.queries.memory_source import MemorySource, feed_of
+from ...client.queries.memory_source import MemorySource, feed_of, reads_feed
 from ..output.render import watermark as shown_watermark
 from ..output.results import Block, Message, Result, Table
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command
@@ -50,14 +50,17 @@ def _several(given: object) -> bool:
 
 def _readers(ctx: CommandContext, source: MemorySource) -> list[Query]:
     """The running queries of the session that read `source`: by their sources' description, or, before their first
-    batch, by their plan."""
+    batch, by the plan the catalog recorded when they started (Spark explains no plan before a first batch)."""
     found = []
-    for query in ctx.session.running():
+    session = ctx.session
+    for query in session.running():
         progress = query.progress
         if progress is not None and progress.sources:
             if any(feed_of(s.description) == source.name for s in progress.sources):
                 found.append(query)
-        elif f"sparkscope-feed[{source.name}]" in query.explain():
+            continue
+        record = session.catalog.get(session.url, query.name)
+        if record is not None and record.plan is not None and reads_feed(record.plan, source.name):
             found.append(query)
     return found
 
@@ -79,14 +82,15 @@ def _changes(query: Query, since: str) -> list[Table | Message | Block]:
         try:
             written = query.batch_rows(progress.batch_id) if query.view else None
         except SparkscopeError as exc:
-            said.append(Message(f"{query.name}, batch {progress.batch_id}: {progress.input_rows} rows in; what it "
+            said.append(Message(f"{query.name}, batch {progress.batch_id}: {_rows(progress.input_rows)} in; what it "
                                 f"wrote could not be read ({exc.message})"))
             written = None
-        if written is not None:
+        counted = f"{query.name}, batch {progress.batch_id}: {_rows(progress.input_rows)} in"
+        if written is not None and written.rows:
             said.append(Table(written.columns, [list(row) for row in written.rows],
-                              title=f"{query.name}, batch {progress.batch_id}: {progress.input_rows} rows in, "
-                                    f"{len(written.rows)} out",
-                              footer=None))
+                              title=f"{counted}, {len(written.rows)} out", footer=None))
+        elif written is not None:
+            said.append(Message(f"{counted}, none out"))
         dropped = progress.dropped_by_watermark
         if dropped:
             said.append(Message(f"{query.name}, batch {progress.batch_id}: {dropped} late row{'s' if dropped != 1 else ''}"
@@ -99,3 +103,7 @@ def _changes(query: Query, since: str) -> list[Table | Message | Block]:
     elif not said:
         said.append(Message(f"{query.name}: processed, no batch wrote rows"))
     return said
+
+
+def _rows(count: int) -> str:
+    return f"{count} row{'s' if count != 1 else ''}"

@@ -142,7 +142,7 @@ def capability_table(caps: Capabilities) -> Table:
             for c in checks]
     missing = [c.capability for c in checks if c.ok is False]
     footer = ("Everything sparkscope uses works on this server." if not missing else
-              f"Missing: {', '.join(missing)}. What needs it falls back, or says in one line what the server lacks.")
+              f"Missing: {', '.join(missing)}. What needs it says in one line what the server lacks.")
     return Table(["capability", "status", "found", "enables", "to add it"], rows, footer=footer,
                  droppable=("enables",))
 

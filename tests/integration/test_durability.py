@@ -1,4 +1,4 @@
-"""Queries survive the server: five cycles of kill -9 of the server mid-stream, a new server, and the
+"""Queries survive the server: three cycles of kill -9 of the server mid-stream, a new server, and the
 query brought back from the catalog (server start --restore, ss.restart, :restart --lost). A windowed
 count over a file source into a parquet sink must end with every expected row once: 0 missing, 0 repeated."""
 
@@ -19,7 +19,7 @@ from sparkscope.client.session import Session
 from sparkscope.repl.executor import Executor
 from tests.helpers import run_sparkscope, wait_for
 
-CYCLES = 5
+CYCLES = 3  # one of each way back: server start --restore, ss.restart, :restart --lost
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_five_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
+def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
     local, port, home = durable
     url = f"sc://localhost:{port}"
     events, out = tmp_path / "events", tmp_path / "out"

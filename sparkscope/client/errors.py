@@ -128,6 +128,12 @@ class UnsupportedOperation(SparkscopeError):
     code = "unsupported"
 
 
+class NotOwner(SparkscopeError):
+    """What sparkscope keeps on a server (a bounded query's rows, a memory source) belongs to another user."""
+
+    code = "not_owner"
+
+
 class QueryNotFound(SparkscopeError):
     """No query of this session has that name or id."""
 
@@ -541,6 +547,28 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
     return None
 
 
+# The errors of sparkscope's jar (sparkscope/jars/src/sparkscope/v2/): its code, then its sentence. The JVM gives them
+# no condition of Spark's, so their code is read from the text.
+_JAR_ERROR = re.compile(r"SPARKSCOPE_(NOT_OWNER|RING_GONE|FEED_GONE|UNKNOWN_CALL): ([^\n]*)")
+_JAR_HINTS = {
+    "NOT_OWNER": (NotOwner, "not_owner", "Ask that user, or start a query of your own"),
+    "RING_GONE": (SparkscopeError, "ring_gone", "Start the query again to keep new rows"),
+    "FEED_GONE": (SparkscopeError, "feed_gone", "Make a new one with ss.source.memory(schema)"),
+    "UNKNOWN_CALL": (UnsupportedOperation, "jar_protocol", "Use a sparkscope of the same version as the jar on the "
+                     "server's class path"),
+}
+
+
+def jar_error(text: str) -> SparkscopeError | None:
+    """An error that sparkscope's jar raised on the server, as one line; None for any other."""
+    found = _JAR_ERROR.search(text)
+    if found is None:
+        return None
+    kind, code, hint = _JAR_HINTS[found.group(1)]
+    sentence = found.group(2).strip()
+    return kind(sentence[:1].upper() + sentence[1:], hint, f"SPARKSCOPE_{found.group(1)}", code=code)
+
+
 def translate(exc: BaseException) -> SparkscopeError:
     """Turn any exception raised by pyspark or gRPC into a SparkscopeError (idempotent)."""
     if isinstance(exc, SparkscopeError):
@@ -550,6 +578,8 @@ def translate(exc: BaseException) -> SparkscopeError:
     error_class = _error_class(exc, text)
     status = _status_code(exc)
     first = _first_line(text)
+    if (jar := jar_error(text)) is not None:
+        return jar
 
     oom = re.search(_OOM, text)  # the JVM's own words, in whatever error the dying call ended with
     if oom:

@@ -24,7 +24,7 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, S
 from .connection.credentials import channel_credentials
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
-from .queries.server_classes import ServerClasses
+from .queries.server_jar import Kept, ServerJar
 from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
 from .rows import Rows
@@ -118,10 +118,10 @@ class Session:
                                  kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
                                  auth=bool(target.token), tls=target.needs_tls,
                                  known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
-                                 bounded_sink=lambda: self._classes.load())
+                                 bounded_sink=lambda: self._jar.load())
         self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
-        self._classes = ServerClasses(spark)  # sparkscope's jar on the server: its sink, its memory source
-        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine, classes=self._classes)
+        self._jar = ServerJar(spark)  # sparkscope's jar on the server: its sink, its memory source
+        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine, jar=self._jar)
         self._closed = False
         self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
@@ -129,7 +129,7 @@ class Session:
         self._stop_explaining: Callable[[], None] = lambda: None
         self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._book = QueryBook(self)
-        self._bounded_sink = BoundedSink(spark, self._classes)
+        self._bounded_sink = BoundedSink(spark, self._jar)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
         self.here = here  # the embedded server of this machine, when this session may be on it
@@ -294,9 +294,13 @@ class Session:
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
               table: str | None = None, options: dict[str, Any] | None = None,
-              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
-        """Start `df` as a query named `name`; the output mode is inferred."""
-        return self._starter.start(df, name, sink, mode=mode, trigger=trigger, checkpoint=checkpoint, path=path, table=table, options=options, foreach_batch=foreach_batch, keep=keep)
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None,
+              grace: str | float | None = None) -> Query:
+        """Start `df` as a query named `name`; the output mode is inferred. The default sink of an append or update
+        stream keeps the newest `keep` rows ('10000', '50k', '10m', '10m,50000'), and they outlive the query by
+        `grace` ('5m'; the server's spark.sparkscope.grace, 15 minutes, by default)."""
+        return self._starter.start(df, name, sink, mode=mode, trigger=trigger, checkpoint=checkpoint, path=path,
+                                   table=table, options=options, foreach_batch=foreach_batch, keep=keep, grace=grace)
 
     def fresh_checkpoint(self, name: str) -> str | None:
         """A new folder under the server's checkpoint root for a query named `name` (None without a root).

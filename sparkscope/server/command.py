@@ -10,7 +10,7 @@ from pathlib import Path
 from .process_tree import SERVER_MARK, mark
 from .class_cache import quote_option
 from ..client.paths import server_config_dir
-from ..client.queries.server_classes import JAR as SPARKSCOPE_JAR
+from ..client.queries.server_jar import JAR as SPARKSCOPE_JAR
 from .ports import next_free_port
 from ..client.connection.remote import TOKEN_ENV
 from .info import SERVER_CLASS

@@ -3,13 +3,17 @@
 Spark's memory sink keeps every row a query ever wrote in the driver's heap, so reading it slows by the minute
 and, on a long run, the server runs out of memory. The bounded sink keeps a ring of the newest rows instead, at
 most `Retention.rows` of them and, if asked, only those of the last `Retention.seconds`. It is a DataSource V2
-table of the server's JVM (`sparkscope/jars/src/sparkscope/sink/KeepNewest.java`, in the jar beside it): each
-writer task keeps its partition's newest rows and hands them to the driver in its commit, as Spark's memory sink
-does, and the driver drops what falls off the ring's end. No Python runs on the server for it, so it costs the
-server what the memory sink costs, and it runs on a server without pandas or pyarrow.
+table of the server's JVM (`sparkscope/jars/src/sparkscope/v2/sink/`, in the jar beside it). The bound holds in
+every batch: each writer task keeps only its partition's newest rows, no more than the ring keeps, and hands the
+driver only those; the driver's commit puts them in front of the ring and drops what falls off its end. So one
+batch costs the driver at most the partitions times the ring's rows, however large it is. No Python runs on the
+server for it, so it runs on a server without pandas or pyarrow.
+
+A ring has an owner and an end (server_jar.py): only its user's sessions read or drop it, and it ends, with no
+client, a grace period after its query ended (or, before its query ran a batch, after its session ended).
 
 The embedded server has the jar on its class path (server/command.py); any other server gets it from the client,
-as a session artifact, the first time a session starts a bounded query (server_classes.py).
+as a session artifact, the first time a session starts a bounded query (server_jar.py).
 
 A ring is named after one run of one query (view_name); a temporary view named after the query, in the session
 that started it, selects the query's own columns from it, so `spark.table(name)` and SQL read it as they would a
@@ -27,12 +31,10 @@ from typing import Any
 
 from ..errors import translated
 from .planning import Retention
-from .server_classes import ServerClasses
+from .server_jar import PACKAGE, ServerJar
 
 BATCH_COLUMN = "__sparkscope_batch"
-SINK_CLASS = "sparkscope.sink.KeepNewest"
-CHECKPOINT_KEY = "sparkscope.checkpoint"  # the batch column's metadata naming a ring's scratch checkpoint
-RING_GONE = "SPARKSCOPE_RING_GONE"  # the sink's error when it keeps no rows of that name (KeepNewest.java)
+SINK_CLASS = f"{PACKAGE}.sink.KeepNewest"
 
 
 def ring_of(description: str) -> str | None:
@@ -46,11 +48,10 @@ def view_name(name: str) -> str:
     return f"sparkscope_{name}_{uuid.uuid4().hex[:12]}"
 
 
-def ring_options(view: str, retention: Retention, mode: str) -> dict[str, str]:
-    options = {"ring": view, "rows": str(retention.rows), "replace": str(mode == "complete").lower()}
-    if retention.seconds is not None:
-        options["seconds"] = str(retention.seconds)
-    return options
+def ring_options(view: str, retention: Retention, mode: str) -> dict[str, Any]:
+    """What make_ring is told of a ring (Control.java)."""
+    return {"name": view, "rows": retention.rows, "seconds": retention.seconds, "replace": mode == "complete",
+            "grace_ms": -1 if retention.grace is None else int(retention.grace * 1000)}
 
 
 @dataclass(frozen=True)
@@ -66,29 +67,25 @@ class BoundedSink:
     """The bounded sink as one session uses it: its rings made, read and dropped. Every call that reads a ring makes
     sure the jar's classes load first: a session that did not start the query (a second REPL's :peek) reads it too."""
 
-    def __init__(self, spark: Any, classes: ServerClasses) -> None:
+    def __init__(self, spark: Any, jar: ServerJar) -> None:
         self._spark = spark
-        self._classes = classes
+        self._jar = jar
 
     def load(self) -> str:
-        """Where the sink's class loads from on the server (server_classes.py)."""
-        return self._classes.load()
+        """Where the sink's class loads from on the server (server_jar.py)."""
+        return self._jar.load()
 
     def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str, *,
                 scratch_checkpoint: bool = False) -> Prepared:
         """Make the (empty) ring before the query starts, so reading it never fails, and the temporary view named
         after the query. `scratch_checkpoint`: the ring also makes its query a checkpoint folder in the server's
         temporary folder (Spark gives a memory sink one, never a sink of a class of its own), gone with the ring."""
-        self.load()
-        options = ring_options(view, retention, mode)
-        if scratch_checkpoint:
-            options["scratch_checkpoint"] = "true"
+        answer = self._jar.call("make_ring", **ring_options(view, retention, mode), query=name,
+                                schema=df.schema.json(), scratch_checkpoint=scratch_checkpoint)[0]
         with translated():
-            made = self._spark.read.format(SINK_CLASS).options(**options, schema=df.schema.json()).load()
-            batch = made.schema[BATCH_COLUMN]  # analysing the read makes the ring (one RPC)
             columns = [f"`{field.name.replace('`', '``')}`" for field in df.schema.fields]
             self._read(view).select(*columns).createOrReplaceTempView(name)
-        return Prepared({"ring": view}, (batch.metadata or {}).get(CHECKPOINT_KEY))
+        return Prepared({"ring": view}, answer.get("scratch"))
 
     def _read(self, view: str) -> Any:
         self.load()
@@ -106,9 +103,7 @@ class BoundedSink:
 
     def drop(self, view: str) -> None:
         """Free what the ring of one run keeps (its query, if it still runs, keeps nothing more)."""
-        self.load()
-        with translated():
-            self._spark.read.format(SINK_CLASS).option("ring", view).option("forget", "true").load().collect()
+        self._jar.forget(view)
 
     def discard(self, name: str, view: str) -> None:
         """A ring made for a query that did not start: the ring (and the checkpoint it made) and the view named

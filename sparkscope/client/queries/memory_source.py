@@ -2,10 +2,13 @@
 
 Spark's own MemoryStream needs a classic JVM session; over Spark Connect a test had only a rate source and sleep.
 Here each `add(rows)` sends the rows to the server as any createDataFrame does (no filesystem shared with it) and
-they become one batch of the feed, kept in the server driver's memory (sparkscope/jars: feed/); a query reading
+they become one batch of the feed, kept in the server driver's memory (sparkscope/jars: v2/feed/); a query reading
 `src.df` takes exactly one added batch per micro-batch, so a test knows which rows each batch saw, and
-`query.process_all_available()` returns once every added batch was processed. The feed goes with the session
-(Session.close drops it) or with the server. It needs no Python on the server, so it works on any Spark 4.x server.
+`query.process_all_available()` returns once every added batch was processed. A batch is let go of once every query
+that reads it has processed it. The feed is its user's (another user's session cannot feed or read it), and it
+goes when its session closes (Session.close drops it at once; a session that is never closed ends on the server,
+and the feed a grace period after) or with the server. It needs no Python on the server, so it works on any Spark
+4.x server.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._pyspark import plan_fields
 from ..errors import ConfigError, translated
-from .server_classes import ServerClasses
+from .server_jar import PACKAGE, ServerJar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-READER = "sparkscope.feed.FeedSource"
-WRITER = "sparkscope.feed.FeedWriter"
+READER = f"{PACKAGE}.feed.FeedSource"
+WRITER = f"{PACKAGE}.feed.FeedWriter"
 
 
 def feed_of(description: str) -> str | None:
@@ -44,15 +47,15 @@ def reads_feed(plan: bytes, feed: str) -> bool:
 class MemorySource:
     """One feed: `df` is its streaming DataFrame, `add(rows)` adds one batch, `batches` counts what was added."""
 
-    def __init__(self, spark: Any, classes: ServerClasses, schema: str | StructType, name: str | None = None):
+    def __init__(self, spark: Any, jar: ServerJar, schema: str | StructType, name: str | None = None):
         self._spark = spark
+        self._jar = jar
         self.name = name or f"sparkscope_feed_{uuid.uuid4().hex[:12]}"
-        classes.load()
         with translated():
             self.schema: StructType = (spark.createDataFrame([], schema).schema if isinstance(schema, str)
                                        else schema)
-            spark.read.format(WRITER).option("feed", self.name).option("schema", self.schema.json()).load() \
-                .schema  # noqa: B018 - analysing the read makes the feed (one RPC)
+        jar.call("make_feed", name=self.name, schema=self.schema.json())
+        with translated():
             self.df: DataFrame = spark.readStream.format(READER).option("feed", self.name).load()
         self.batches = 0
 
@@ -72,8 +75,7 @@ class MemorySource:
 
     def forget(self) -> None:
         """Drop what the feed keeps on the server (a query still reading it fails)."""
-        with translated():
-            self._spark.read.format(WRITER).option("feed", self.name).option("forget", "true").load().schema  # noqa: B018
+        self._jar.forget(self.name)
 
     def _row(self, row: Any) -> tuple[Any, ...]:
         fields = self.schema.fields

@@ -86,46 +86,70 @@ def parse_trigger(text: str | None) -> Trigger:
 
 
 DEFAULT_KEEP_ROWS = 10_000  # 20 rows to :peek and thousands to filter, a few MB of the server's heap
-MAX_KEEP_ROWS = 1_000_000  # every batch sends what is kept back to the server: more belongs in a file sink
+MAX_KEEP_ROWS = 1_000_000  # each batch costs the driver up to its partitions times this: more belongs in a file sink
+TIME_KEEP_ROWS = 100_000  # a keep in seconds alone keeps at most this many rows: a fast stream's 10 minutes is millions
 _COUNT = re.compile(r"^(\d+)\s*(k|K|M)?\s*(rows?)?$")  # M is a million; 10m is ten minutes
 
 
 @dataclass(frozen=True)
 class Retention:
     """What the bounded sink keeps: at most `rows` rows, and (when `seconds` is set) only those that came
-    in the last `seconds`. Newest first."""
+    in the last `seconds`. Newest first. `grace`: seconds the rows outlive their query (None: the server's own
+    spark.sparkscope.grace, 15 minutes by default), so that a stopped query can still be peeked at."""
 
     rows: int = DEFAULT_KEEP_ROWS
     seconds: float | None = None
+    grace: float | None = None
 
     def __str__(self) -> str:
         parts = [] if self.seconds is None else [f"{_short_duration(self.seconds)}"]
-        if self.seconds is None or self.rows != MAX_KEEP_ROWS:
-            parts.append(f"{self.rows:,} rows")
+        parts.append(f"{self.rows:,} rows")
         return "last " + ", at most ".join(parts)
 
     def spec(self) -> str:
         """The text parse_keep reads back (kept in the catalog)."""
-        rows = str(self.rows)
-        return rows if self.seconds is None else f"{self.seconds:g}s,{rows}"
+        parts = [str(self.rows)] if self.seconds is None else [f"{_number(self.seconds)}s", str(self.rows)]
+        if self.grace is not None:
+            parts.append(f"grace={_number(self.grace)}s")
+        return ",".join(parts)
+
+
+def _number(value: float) -> str:
+    """A number as interval() reads it back: no exponent."""
+    return str(int(value)) if value == int(value) else f"{value:f}".rstrip("0")
 
 
 def _short_duration(seconds: float) -> str:
-    for unit, size in (("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)} {unit}"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and (seconds % size == 0 or size == 86400):
+            count = seconds / size
+            return f"{count:.0f} {unit}" if count == int(count) else f"{count:.1f} {unit}"
     return f"{seconds:g} s"
 
 
-def parse_keep(text: str | int | None) -> Retention:
-    """'10000', '50k', '10m' (minutes), '1h', '10m,50000': what the bounded sink keeps."""
+def parse_grace(text: str | int | float | None) -> float | None:
+    """'5m', '30s', '0' (freed as soon as its query ends): how long a bounded query's rows outlive it."""
     if text is None or str(text).strip() == "":
-        return Retention()
+        return None
+    if str(text).strip() in ("0", "0s"):
+        return 0.0
+    return Trigger("processing", interval(str(text))).seconds
+
+
+def parse_keep(text: str | int | None, grace: str | int | float | None = None) -> Retention:
+    """'10000', '50k', '10m' (minutes), '1h', '10m,50000': what the bounded sink keeps; `grace` as parse_grace
+    reads it. The catalog's spec may carry the grace too ('10000,grace=300s')."""
+    seconds_grace = parse_grace(grace)
+    if text is None or str(text).strip() == "":
+        return Retention(grace=seconds_grace)
     hint = "Write a row count (10000, 50k) or a time (10m, 1h), or both: 10m,50000"
     rows: int | None = None
     seconds: float | None = None
     for part in str(text).split(","):
         part = part.strip()
+        if part.startswith("grace="):
+            seconds_grace = parse_grace(part.removeprefix("grace="))
+            continue
         count = _COUNT.match(part)
         if count:
             number = int(count.group(1)) * {None: 1, "k": 1000, "K": 1000, "M": 1_000_000}[count.group(2)]
@@ -144,8 +168,8 @@ def parse_keep(text: str | int | None) -> Retention:
         raise ConfigError(f"Keeping {rows:,} rows is more than the bounded sink holds ({MAX_KEEP_ROWS:,})",
                           "Write that many rows to a file sink, or to Spark's memory sink")
     if seconds is not None:
-        return Retention(rows or MAX_KEEP_ROWS, seconds)
-    return Retention(rows or DEFAULT_KEEP_ROWS)
+        return Retention(rows or TIME_KEEP_ROWS, seconds, seconds_grace)
+    return Retention(rows or DEFAULT_KEEP_ROWS, grace=seconds_grace)
 
 
 def default_sink(mode: str, trigger: Trigger) -> str:

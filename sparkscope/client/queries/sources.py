@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, translate, translated
 from ..paths import for_server
 from .memory_source import MemorySource
-from .server_classes import ServerClasses
+from .server_jar import ServerJar
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..kafka.connector import KafkaSupport
@@ -21,17 +21,17 @@ PARSE_MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 
 class Sources:
     def __init__(self, spark: Any, kafka: KafkaSupport, same_machine: bool = False,
-                 classes: ServerClasses | None = None):
+                 jar: ServerJar | None = None):
         self._spark = spark
         self._kafka = kafka
         self._same_machine = same_machine
-        self._classes = classes or ServerClasses(spark)
+        self._jar = jar or ServerJar(spark)
         self.fed: list[MemorySource] = []  # the memory sources made here: they go when the session closes
 
     def memory(self, schema: str | StructType) -> MemorySource:
         """A source a test feeds batch by batch: `src = ss.source.memory("user STRING, ts TIMESTAMP")`, a query
         of `src.df`, then `src.add([("ana", "2018-03-02 10:00:00")])` makes one micro-batch of those rows."""
-        source = MemorySource(self._spark, self._classes, schema)
+        source = MemorySource(self._spark, self._jar, schema)
         self.fed.append(source)
         return source
 

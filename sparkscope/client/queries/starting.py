@@ -85,20 +85,22 @@ class QueryStarter:
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
               table: str | None = None, options: dict[str, Any] | None = None,
-              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None) -> Query:
+              foreach_batch: Callable[[Any, int], None] | None = None, keep: str | int | None = None,
+              grace: str | float | None = None) -> Query:
         """Start `df` as a query named `name`; the output mode is inferred.
 
         Without a sink, an append or update stream goes to the bounded sink, which keeps the newest
         `keep` rows ('10000', '50k', '10m', '10m,50000'; 10,000 rows by default), and a complete-mode
         aggregation to Spark's memory sink, which holds one result. `sink="memory"` is Spark's memory
-        sink, which keeps every row."""
+        sink, which keeps every row. `grace` ('5m', '30s'): how long the bounded sink's rows outlive the
+        query on the server (the server's spark.sparkscope.grace by default: 15 minutes)."""
         check_name(name)
         if foreach_batch is not None:
             sink = "foreach_batch"
-        if keep is not None and sink not in (None, BOUNDED):
-            raise ConfigError(f"Only the bounded sink keeps a number of rows, not the {sink} sink",
-                              "Leave out the sink, or keep", code="keep_needs_bounded")
-        retention = parse_keep(keep)
+        if (keep is not None or grace is not None) and sink not in (None, BOUNDED):
+            raise ConfigError(f"Only the bounded sink keeps rows, not the {sink} sink",
+                              "Leave out the sink, or keep and grace", code="keep_needs_bounded")
+        retention = parse_keep(keep, grace)
         if sink is not None:
             check_sink(sink)
         parsed_trigger = parse_trigger(trigger)
@@ -120,7 +122,7 @@ class QueryStarter:
                                        "Build it from spark.readStream or ss.source.*")
         shape = plan_shape(call(explain_string, df, extended=True))
         chosen = choose_mode(shape, sink or BOUNDED, mode)
-        sink = sink or (BOUNDED if keep is not None else default_sink(chosen, parsed_trigger))
+        sink = sink or (BOUNDED if keep is not None or grace is not None else default_sink(chosen, parsed_trigger))
         if sink == BOUNDED and parsed_trigger.kind == "continuous":
             raise UnsupportedOperation("Continuous processing cannot write to the bounded sink (it has no "
                                        "foreachBatch)", "Leave out keep (Spark's memory sink is used), or use "

@@ -81,9 +81,11 @@ def test_plan_shape_reads_the_mode_a_stateful_function_declares(node, declared):
     ("500", "last 500 rows", "500"),
     ("50k", "last 50,000 rows", "50000"),
     ("5000 rows", "last 5,000 rows", "5000"),
-    ("10m", "last 10 min", "600s,1000000"),
-    ("1h", "last 1 h", "3600s,1000000"),
+    ("10m", "last 10 min, at most 100,000 rows", "600s,100000"),  # a time alone has a row cap, named
+    ("1h", "last 1 h, at most 100,000 rows", "3600s,100000"),
     ("10m,50000", "last 10 min, at most 50,000 rows", "600s,50000"),
+    ("5000000s", "last 57.9 days, at most 100,000 rows", "5000000s,100000"),
+    ("3s,500", "last 3 s, at most 500 rows", "3s,500"),
 ])
 def test_what_the_bounded_sink_keeps(text, shown, spec):
     from sparkscope.client.queries.planning import parse_keep
@@ -91,6 +93,15 @@ def test_what_the_bounded_sink_keeps(text, shown, spec):
     retention = parse_keep(text)
     assert (str(retention), retention.spec()) == (shown, spec)
     assert parse_keep(retention.spec()) == retention  # what the catalog stores reads back the same
+
+
+def test_a_grace_period_is_kept_with_what_is_kept():
+    from sparkscope.client.queries.planning import parse_keep
+
+    retention = parse_keep("500", "5m")
+    assert (retention.rows, retention.grace, retention.spec()) == (500, 300.0, "500,grace=300s")
+    assert parse_keep(retention.spec()) == retention  # a restart keeps the same grace period
+    assert parse_keep(None, "0").grace == 0.0  # freed as soon as the query ends
 
 
 @pytest.mark.parametrize("text, message", [

@@ -5,6 +5,7 @@ it was built from the source beside it (scripts/build_jar.py, `make jar`)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +19,15 @@ JAR = ROOT / "sparkscope" / "jars" / "sparkscope.jar"
 needs_jdk = pytest.mark.skipif(not (shutil.which("javac") and shutil.which("jar")), reason="needs a JDK (javac, jar)")
 
 
-def _jdk() -> str:
-    return subprocess.run(["javac", "-version"], capture_output=True, text=True).stdout.split()[-1]
+def _disassembly(jar: Path, classes: list[str]) -> dict[str, str]:
+    """Each class's members and code as javap prints them, without the constant pool's numbering (which a JDK's
+    javac orders its own way): what the class does, whichever JDK 17 or later compiled it."""
+    names = [name.removesuffix(".class").replace("/", ".") for name in classes]
+    out = subprocess.run(["javap", "-c", "-p", "-constants", "-cp", str(jar), *names], capture_output=True, text=True,
+                         check=True).stdout
+    text = re.sub(r"#\d+(,\s*\d+)?", "#", out)
+    parts = re.split(r"^(?=Compiled from )", text, flags=re.M)
+    return dict(zip(names, [part for part in parts if part.strip()], strict=True))
 
 
 @needs_jdk
@@ -28,31 +36,32 @@ def test_the_committed_jar_is_what_its_source_compiles_to(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "scripts" / "build_jar.py"), str(built)], check=True,
                    capture_output=True, text=True)
     with zipfile.ZipFile(JAR) as committed, zipfile.ZipFile(built) as fresh:
-        made_by = committed.read("META-INF/MANIFEST.MF").decode()
-        if f"Created-By: {_jdk()}" not in made_by:
-            pytest.skip(f"the jar was built by another JDK ({made_by.split('Created-By: ')[-1].strip()}); "
-                        "`make jar` rebuilds it with this one")
         classes = sorted(name for name in fresh.namelist() if name.endswith(".class"))
         assert sorted(name for name in committed.namelist() if name.endswith(".class")) == classes
-        changed = [name for name in classes if committed.read(name) != fresh.read(name)]
+    ours, theirs = _disassembly(JAR, classes), _disassembly(built, classes)
+    changed = [name for name in ours if ours[name] != theirs[name]]
     assert changed == [], "the jar is older than its source: run `make jar` and commit the jar"
 
 
+CHECKS = {"sparkscope.v2.sink.KeepNewestCheck": 17, "sparkscope.v2.HoldingsCheck": 22,
+          "sparkscope.v2.feed.FeedsCheck": 7}  # each check's class, and how many lines of "ok" it prints
+
+
 @needs_jdk
-def test_the_ring_keeps_the_newest_rows_by_batch_time_and_partition(tmp_path):
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_the_jar_keeps_what_it_should_and_ends_it(check, tmp_path):
     import pyspark
 
     jars = str(Path(pyspark.__file__).parent / "jars" / "*")
-    source = Path(__file__).parent / "jvm" / "KeepNewestCheck.java"
+    sources = [str(path) for path in sorted((Path(__file__).parent / "jvm").glob("*.java"))]
     classes = tmp_path / "classes"
-    subprocess.run(["javac", "-nowarn", "-cp", f"{JAR}:{jars}", "-d", str(classes), str(source)], check=True,
+    subprocess.run(["javac", "-nowarn", "-cp", f"{JAR}:{jars}", "-d", str(classes), *sources], check=True,
                    capture_output=True, text=True)
     scratch = tmp_path / "java-tmp"  # the JVM's temporary folder, where a ring makes its checkpoint
     scratch.mkdir()
-    ran = subprocess.run(["java", f"-Djava.io.tmpdir={scratch}", "-cp", f"{classes}:{JAR}:{jars}",
-                          "sparkscope.sink.KeepNewestCheck"],
+    ran = subprocess.run(["java", f"-Djava.io.tmpdir={scratch}", "-cp", f"{classes}:{JAR}:{jars}", check],
                          capture_output=True, text=True, timeout=120)
     lines = ran.stdout.splitlines()
     assert [line for line in lines if not line.startswith("ok ")] == [] and ran.returncode == 0, ran.stderr[-2000:]
-    assert len(lines) == 15
+    assert len(lines) == CHECKS[check]
     assert list(scratch.iterdir()) == []  # what the checks made, they removed

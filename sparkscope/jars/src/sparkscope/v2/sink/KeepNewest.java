@@ -1,54 +1,45 @@
 /*
  * sparkscope's default sink: the newest rows of a stream, kept in the driver's memory, at most a number of them
  * (and, if asked, only those of the last seconds). A DataSource V2 table: written by a streaming query, read by
- * batch queries, in any session of the server that loaded this class.
+ * batch queries, in the sessions of the user that made it.
  *
  * Spark's memory sink keeps every row a query wrote, so it grows until the driver runs out of memory. This sink
- * keeps a bounded ring per query run. Its writer tasks are the memory sink's own (Spark's MemoryWriterFactory:
- * they send a batch's rows to the driver in their commit messages), so no class of this jar runs on an executor:
- * a server that got this jar as a session artifact runs it too, whose streaming tasks do not see the session's
- * jars. The driver's commit puts the batch in front of the ring and drops what falls off its end, and a read is a
- * local scan of the driver's rows (no task either). No Python runs on the server for it.
+ * keeps a bounded ring per query run, and the bound holds in every batch: each writer task keeps only its
+ * partition's newest rows, as many as the ring keeps (NewestRows.java), and sends the driver only those. So one
+ * batch costs the driver at most the partitions times the ring's rows, however many rows the batch had. The
+ * driver's commit puts the batch in front of the ring and drops what falls off its end, and a read is a local scan
+ * of the driver's rows (no task). No Python runs on the server for it.
  *
- * Options (the Python client sets them, see sparkscope/client/queries/bounded_sink.py):
- *   ring     the ring's name, unique to one run of one query (required)
- *   schema   the query's schema as JSON: given at the start of the query, it makes the ring (a read needs none)
- *   rows     how many rows the ring keeps (10000)
- *   seconds  keep only the rows of the last that many seconds (none)
- *   replace  "true" for complete mode: each batch is the whole result
- *   forget   "true" on a read: the ring is dropped, and the read gives no rows
- *   scratch_checkpoint  "true" with schema: the ring makes a checkpoint folder for its query in the server's
- *            temporary folder, as Spark makes one for a memory sink (a sink of a class of its own gets none), and
- *            names it in its batch column's metadata (CHECKPOINT_KEY); the folder goes when the ring is forgotten,
- *            or when the JVM exits. A server with spark.sql.streaming.checkpointLocation does not need it.
+ * A ring is a holding (../Holdings.java): it has an owner (the user and session that made it: only that user's
+ * sessions read or drop it), and an end that needs no client (../Lifetime.java): its query's end, plus a grace
+ * period in which :peek and :tail of a stopped query still work; then the sweeper frees it with its scratch
+ * checkpoint. Control.java makes it (make_ring) and drops it (forget); this class reads and writes it:
  *
- * A read gives the kept rows, newest batch first, with one more column, __sparkscope_batch: the batch that wrote
- * each row, so that a client can read one batch's rows.
+ *   spark.read.format(this).option("ring", NAME).load()                    the kept rows, newest batch first, with
+ *                                                                           one more column, __sparkscope_batch
+ *   df.writeStream.format(this).option("ring", NAME).start()               a query writing into it
  */
-package sparkscope.sink;
+package sparkscope.v2.sink;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
-import java.util.Comparator;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -57,7 +48,6 @@ import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -68,8 +58,7 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
-import org.apache.spark.sql.execution.streaming.sources.MemoryWriterCommitMessage;
-import org.apache.spark.sql.execution.streaming.sources.MemoryWriterFactory;
+import org.apache.spark.sql.execution.streaming.sources.PackedRowCommitMessage;
 import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
 import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
@@ -81,59 +70,34 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-import scala.Function1;
-import scala.jdk.javaapi.CollectionConverters;
+import sparkscope.v2.Holdings;
+import sparkscope.v2.Lifetime;
 
 public final class KeepNewest implements TableProvider {
     public static final String BATCH_COLUMN = "__sparkscope_batch";
-    static final int DEFAULT_ROWS = 10000;
-    /** The batch column's metadata key that names a ring's scratch checkpoint (option scratch_checkpoint). */
-    public static final String CHECKPOINT_KEY = "sparkscope.checkpoint";
+    public static final String GONE = "SPARKSCOPE_RING_GONE: sparkscope's sink keeps no such rows on this server "
+            + "(their query ended longer ago than its grace period, they were dropped, or the server restarted)";
 
-    /**
-     * Every ring of this server, by name, kept in the JVM's system properties: a server that got this jar as a session
-     * artifact loads this class once per session, and each session must see the rings of the others (a second
-     * REPL's :peek). So a ring is used through a JDK interface (Function), never as this class's Ring.
-     */
-    static final String REGISTRY = "sparkscope.sink.rings";
-
-    @SuppressWarnings("unchecked")
-    static Map<String, Function<Object[], Object>> rings() {
-        Properties properties = System.getProperties();
-        synchronized (properties) {
-            Object registry = properties.get(REGISTRY);
-            if (registry == null) {
-                registry = new ConcurrentHashMap<String, Function<Object[], Object>>();
-                properties.put(REGISTRY, registry);
-            }
-            return (Map<String, Function<Object[], Object>>) registry;
-        }
+    /** Make a ring (Control's make_ring): the folder of its scratch checkpoint when asked for one, else null. */
+    public static String make(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
+                              long graceMs, boolean scratchCheckpoint) {
+        Function<Object[], Object> kept = Holdings.add(name, new Ring(name, query, schema, rows, seconds, replace,
+                System::currentTimeMillis, scratchCheckpoint ? Scratch.make(name) : null,
+                new Lifetime(Holdings.caller(), System.currentTimeMillis(), Holdings.graceMs(graceMs), false)));
+        Holdings.check(kept, true);
+        return (String) kept.apply(new Object[] {"scratch"});
     }
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        String name = required(options, "ring");
-        if (options.getBoolean("forget", false)) {
-            Function<Object[], Object> forgotten = rings().remove(name);
-            if (forgotten != null) {
-                forgotten.apply(new Object[] {"forget"});
-            }
-            return new StructType();
-        }
-        String schema = options.get("schema");
-        if (schema != null) {  // the start of a query: its ring, made once
-            StructType data = (StructType) DataType.fromJson(schema);
-            rings().computeIfAbsent(name, key -> new Ring(data, options.getInt("rows", DEFAULT_ROWS),
-                    options.containsKey("seconds") ? Double.parseDouble(options.get("seconds")) : null,
-                    options.getBoolean("replace", false),
-                    options.getBoolean("scratch_checkpoint", false) ? Scratch.make(name) : null));
-        }
-        return (StructType) ring(name).apply(new Object[] {"schema"});
+        return (StructType) ring(required(options, "ring"), false).apply(new Object[] {"schema"});
     }
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new RingTable(required(new CaseInsensitiveStringMap(properties), "ring"), schema);
+        String name = required(new CaseInsensitiveStringMap(properties), "ring");
+        ring(name, false);
+        return new RingTable(name, schema);
     }
 
     static String required(CaseInsensitiveStringMap options, String key) {
@@ -144,44 +108,38 @@ public final class KeepNewest implements TableProvider {
         return value;
     }
 
-    static Function<Object[], Object> ring(String name) {
-        Function<Object[], Object> ring = rings().get(name);
-        if (ring == null) {
-            throw new IllegalStateException("SPARKSCOPE_RING_GONE: sparkscope's sink keeps no rows named " + name
-                    + " on this server (the server restarted, or the rows were dropped)");
-        }
-        return ring;
+    /** The ring `name`, for this thread's caller (see Holdings.use). */
+    static Function<Object[], Object> ring(String name, boolean rows) {
+        return Holdings.use(name, "ring", GONE, rows);
     }
 
     /**
      * What one run of one query keeps: its newest batches, newest first, at most `rows` rows in all. Asked through
-     * apply: {"schema"} (the read schema), {"rows"}, {"commit", batch, rows}, {"snapshot"}, {"forget"}.
+     * apply (Holdings.java lists the calls every holding answers): {"schema"} (the read schema), {"rows"},
+     * {"scratch"}, {"attach", thread, queryId}, {"commit", batch, List<InternalRow>}, {"snapshot", batch, limit}.
      */
     static final class Ring implements Function<Object[], Object> {
+        final String name;
+        final String query;
         final StructType schema;
         final StructType readSchema;
         final int rows;
         final Double seconds;
         final boolean replace;
+        final Lifetime lifetime;
         private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
         private final LongSupplier clock;  // milliseconds
         private final Scratch scratch;  // the checkpoint folder this ring made for its query, or null
 
-        Ring(StructType schema, int rows, Double seconds, boolean replace, Scratch scratch) {
-            this(schema, rows, seconds, replace, System::currentTimeMillis, scratch);
-        }
-
-        Ring(StructType schema, int rows, Double seconds, boolean replace, LongSupplier clock) {
-            this(schema, rows, seconds, replace, clock, null);
-        }
-
-        Ring(StructType schema, int rows, Double seconds, boolean replace, LongSupplier clock, Scratch scratch) {
+        Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
+             LongSupplier clock, Scratch scratch, Lifetime lifetime) {
+            this.name = name;
+            this.query = query;
             this.clock = clock;
             this.schema = schema;
             this.scratch = scratch;
-            Metadata batchMetadata = scratch == null ? Metadata.empty()
-                    : new MetadataBuilder().putString(CHECKPOINT_KEY, scratch.folder.toString()).build();
-            this.readSchema = schema.add(new StructField(BATCH_COLUMN, DataTypes.LongType, false, batchMetadata));
+            this.lifetime = lifetime;
+            this.readSchema = schema.add(new StructField(BATCH_COLUMN, DataTypes.LongType, false, Metadata.empty()));
             this.rows = Math.max(0, rows);
             this.seconds = seconds;
             this.replace = replace;
@@ -191,26 +149,37 @@ public final class KeepNewest implements TableProvider {
         @SuppressWarnings("unchecked")
         public Object apply(Object[] call) {
             switch ((String) call[0]) {
+                case "kind":
+                    return "ring";
+                case "owner":
+                    return lifetime.owner();
                 case "schema":
                     return readSchema;
                 case "rows":
                     return rows;
+                case "scratch":
+                    return scratch == null ? null : scratch.folder.toString();
+                case "attach":
+                    lifetime.attach((Thread) call[1], (String) call[2]);
+                    return null;
                 case "commit":
-                    commit((Long) call[1], (List<Row>) call[2]);
+                    commit((Long) call[1], (List<InternalRow>) call[2]);
                     return null;
                 case "snapshot":
                     return snapshot((Long) call[1], (Integer) call[2]);
-                case "forget":
-                    if (scratch != null) {
-                        scratch.delete();
-                    }
+                case "sweep":
+                    return lifetime.over((Long) call[1], (Set<String>) call[2]);
+                case "describe":
+                    return describe((Long) call[1], (Set<String>) call[2]);
+                case "free":
+                    free();
                     return null;
                 default:
                     throw new IllegalArgumentException("a ring does not " + call[0]);
             }
         }
 
-        synchronized void commit(long batch, List<Row> batchRows) {
+        synchronized void commit(long batch, List<InternalRow> batchRows) {
             long now = clock.getAsLong();
             if (replace) {
                 chunks.clear();
@@ -233,8 +202,7 @@ public final class KeepNewest implements TableProvider {
                     continue;
                 }
                 if (kept + chunk.rows.size() > rows) {  // the oldest chunk kept keeps its newest rows that fit
-                    chunk.rows = new ArrayList<>(chunk.rows.subList(chunk.rows.size() - (rows - kept),
-                            chunk.rows.size()));
+                    chunk.keepNewest(rows - kept);
                 }
                 kept += chunk.rows.size();
             }
@@ -245,38 +213,64 @@ public final class KeepNewest implements TableProvider {
         }
 
         /**
-         * The kept rows, newest batch first, each with its batch in the last column, as Spark's rows: only those of
-         * `batch` unless it is null, at most `limit` of them. Only what is returned is converted.
+         * The kept rows, newest batch first, each with its batch in the last column: only those of `batch` unless
+         * it is null, at most `limit` of them.
          */
         synchronized InternalRow[] snapshot(Long batch, int limit) {
             trim(clock.getAsLong());
-            Function1<Object, Object> toSpark = CatalystTypeConverters.createToCatalystConverter(readSchema);
             List<InternalRow> out = new ArrayList<>();
-            int width = schema.fields().length;
+            StructField[] fields = schema.fields();
             for (Chunk chunk : chunks) {
                 if (batch != null && chunk.batch != batch) {
                     continue;
                 }
-                for (Row row : chunk.rows) {
+                for (InternalRow row : chunk.rows) {
                     if (out.size() >= limit) {
                         return out.toArray(new InternalRow[0]);
                     }
-                    Object[] values = new Object[width + 1];
-                    for (int i = 0; i < width; i++) {
-                        values[i] = row.get(i);
+                    Object[] values = new Object[fields.length + 1];
+                    for (int i = 0; i < fields.length; i++) {
+                        values[i] = row.isNullAt(i) ? null : row.get(i, fields[i].dataType());
                     }
-                    values[width] = chunk.batch;
-                    out.add((InternalRow) toSpark.apply(RowFactory.create(values)));
+                    values[fields.length] = chunk.batch;
+                    out.add(new GenericInternalRow(values));
                 }
             }
             return out.toArray(new InternalRow[0]);
+        }
+
+        private synchronized Map<String, Object> describe(long now, Set<String> open) {
+            trim(now);
+            Map<String, Object> facts = lifetime.describe(now, open);
+            facts.put("kind", "ring");
+            facts.put("name", name);
+            facts.put("query", query);
+            long kept = 0;
+            long bytes = 0;
+            for (Chunk chunk : chunks) {
+                kept += chunk.rows.size();
+                bytes += chunk.bytes;
+            }
+            facts.put("rows", kept);
+            facts.put("bytes", bytes);
+            facts.put("keep_rows", (long) rows);
+            facts.put("keep_seconds", seconds);
+            facts.put("scratch", scratch == null ? null : scratch.folder.toString());
+            return facts;
+        }
+
+        private synchronized void free() {
+            chunks.clear();
+            if (scratch != null) {
+                scratch.delete();
+            }
         }
     }
 
     /**
      * A checkpoint folder a ring made for its query in the JVM's temporary folder: deleted, with what Spark wrote
-     * in it, when the ring is forgotten or the JVM exits, whichever comes first. Only this folder is ever deleted,
-     * and a link inside it is removed, never followed.
+     * in it, when the ring ends or the JVM exits, whichever comes first. Only this folder is ever deleted, and a
+     * link inside it is removed, never followed. (Spark gives a temporary checkpoint to its own sinks only.)
      */
     static final class Scratch {
         final Path folder;
@@ -284,7 +278,7 @@ public final class KeepNewest implements TableProvider {
 
         private Scratch(Path folder) {
             this.folder = folder;
-            this.atExit = new Thread(this::deleteTree, "sparkscope-scratch-checkpoint");
+            this.atExit = new Thread(null, this::deleteTree, "sparkscope-scratch-checkpoint", 0, false);
             Runtime.getRuntime().addShutdownHook(atExit);
         }
 
@@ -317,15 +311,33 @@ public final class KeepNewest implements TableProvider {
         }
     }
 
+    /** One batch's kept rows (copies of the writers' rows), with what they take of the heap. */
     static final class Chunk {
         final long batch;
         final long arrived;
-        List<Row> rows;
+        List<InternalRow> rows;
+        long bytes;
 
-        Chunk(long batch, long arrived, List<Row> rows) {
+        Chunk(long batch, long arrived, List<InternalRow> rows) {
             this.batch = batch;
             this.arrived = arrived;
             this.rows = rows;
+            this.bytes = bytesOf(rows);
+        }
+
+        void keepNewest(int count) {
+            rows = new ArrayList<>(rows.subList(rows.size() - count, rows.size()));
+            bytes = bytesOf(rows);
+        }
+
+        /** The heap a row takes: its bytes and about 64 more for the row object and its array. */
+        static long bytesOf(List<InternalRow> rows) {
+            long bytes = 0;
+            for (InternalRow row : rows) {
+                bytes += 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
+                        : org.apache.spark.util.SizeEstimator.estimate(row));
+            }
+            return bytes;
         }
     }
 
@@ -360,24 +372,29 @@ public final class KeepNewest implements TableProvider {
                     TableCapability.TRUNCATE);
         }
 
+        /** Planned in the query's own thread, at every batch: the ring lives while that thread does. */
         @Override
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-            return new RingWriteBuilder(name, info.schema());
+            Function<Object[], Object> ring = ring(name, false);
+            ring.apply(new Object[] {"attach", Thread.currentThread(), info.queryId()});
+            return new RingWriteBuilder(name, info.schema(), (Integer) ring.apply(new Object[] {"rows"}));
         }
 
         @Override
-        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            return new RingScanBuilder(options.getBoolean("forget", false) ? null : ring(name), schema);
+        public RingScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+            return new RingScanBuilder(ring(name, true), schema);
         }
     }
 
     static final class RingWriteBuilder implements WriteBuilder, SupportsTruncate, SupportsStreamingUpdateAsAppend {
         private final String name;
         private final StructType schema;
+        private final int rows;
 
-        RingWriteBuilder(String name, StructType schema) {
+        RingWriteBuilder(String name, StructType schema, int rows) {
             this.name = name;
             this.schema = schema;
+            this.rows = rows;
         }
 
         @Override
@@ -390,7 +407,7 @@ public final class KeepNewest implements TableProvider {
             return new Write() {
                 @Override
                 public StreamingWrite toStreaming() {
-                    return new RingWrite(name, schema, (Integer) ring(name).apply(new Object[] {"rows"}));
+                    return new RingWrite(name, rows);
                 }
             };
         }
@@ -398,18 +415,16 @@ public final class KeepNewest implements TableProvider {
 
     static final class RingWrite implements StreamingWrite {
         private final String name;
-        private final StructType schema;
         private final int rows;
 
-        RingWrite(String name, StructType schema, int rows) {
+        RingWrite(String name, int rows) {
             this.name = name;
-            this.schema = schema;
             this.rows = rows;
         }
 
         @Override
         public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-            return new MemoryWriterFactory(schema);  // Spark's own: what runs on the executors is Spark's
+            return new NewestRows(rows);  // each task keeps its partition's newest rows, no more than the ring
         }
 
         @Override
@@ -419,43 +434,39 @@ public final class KeepNewest implements TableProvider {
 
         @Override
         public void commit(long epochId, WriterCommitMessage[] messages) {
-            List<List<Row>> partitions = new ArrayList<>();
+            List<InternalRow[]> partitions = new ArrayList<>();
             for (WriterCommitMessage message : messages) {
-                if (message instanceof MemoryWriterCommitMessage) {
-                    // a Scala List (Spark's writers fill a ListBuffer): its size and its positions cost a walk
-                    // each, so it is copied once into an array list (a batch of 12 million rows took 55 s without)
-                    partitions.add(new ArrayList<>(
-                            CollectionConverters.asJava(((MemoryWriterCommitMessage) message).data())));
+                if (message instanceof PackedRowCommitMessage) {
+                    partitions.add(((PackedRowCommitMessage) message).rows());
                 }
             }
-            Function<Object[], Object> ring = rings().get(name);
+            Function<Object[], Object> ring = Holdings.all().get(name);
             if (ring != null) {  // dropped while the query runs: its rows are not wanted any more
                 ring.apply(new Object[] {"commit", epochId, newest(partitions, rows)});
             }
         }
 
         /** At most `rows` of the batch's rows, the newest of each partition, as many from each as fit in turn. */
-        static List<Row> newest(List<List<Row>> partitions, int rows) {
+        static List<InternalRow> newest(List<InternalRow[]> partitions, int rows) {
             int[] take = new int[partitions.size()];
-            int[] sizes = new int[partitions.size()];
-            for (int i = 0; i < sizes.length; i++) {
-                sizes[i] = partitions.get(i).size();
-            }
             int taken = 0;
             boolean more = true;
             while (taken < rows && more) {
                 more = false;
                 for (int i = 0; i < take.length && taken < rows; i++) {
-                    if (take[i] < sizes[i]) {
+                    if (take[i] < partitions.get(i).length) {
                         take[i]++;
                         taken++;
                         more = true;
                     }
                 }
             }
-            List<Row> kept = new ArrayList<>(taken);
+            List<InternalRow> kept = new ArrayList<>(taken);
             for (int i = 0; i < take.length; i++) {
-                kept.addAll(partitions.get(i).subList(sizes[i] - take[i], sizes[i]));
+                InternalRow[] partition = partitions.get(i);
+                for (int j = partition.length - take[i]; j < partition.length; j++) {
+                    kept.add(partition[j]);
+                }
             }
             return kept;
         }
@@ -471,7 +482,7 @@ public final class KeepNewest implements TableProvider {
      * as the rows are taken, so a read converts no more rows than it returns; Spark applies both again after it.
      */
     static final class RingScanBuilder implements SupportsPushDownLimit, SupportsPushDownFilters {
-        private final Function<Object[], Object> ring;  // null: a read that forgets the ring
+        private final Function<Object[], Object> ring;
         private final StructType schema;
         private Long batch;
         private int limit = Integer.MAX_VALUE;
@@ -514,9 +525,7 @@ public final class KeepNewest implements TableProvider {
 
         @Override
         public Scan build() {
-            InternalRow[] rows = ring == null ? new InternalRow[0]
-                    : (InternalRow[]) ring.apply(new Object[] {"snapshot", batch, limit});
-            return new RingScan(rows, schema);
+            return new RingScan((InternalRow[]) ring.apply(new Object[] {"snapshot", batch, limit}), schema);
         }
     }
 

@@ -1,11 +1,10 @@
 /*
  * How rows reach a feed (Feeds.java): the client writes a batch DataFrame of them with this format, option feed=NAME,
- * and the write's commit adds them as one batch. Its writer tasks are Spark's own memory-sink writers (no class of
- * this jar runs in a task), and the rows travel from the client through Spark Connect, as any createDataFrame's do.
- * Reading it (it gives no rows) with option schema=JSON makes the feed (the client's ss.source.memory); with
- * forget=true drops it.
+ * and the write's commit adds them as one batch. Its writer tasks are Spark's own memory-sink writers, and the rows
+ * travel from the client through Spark Connect, as any createDataFrame's do. Only the feed's owner writes it.
+ * Control.java makes and forgets feeds.
  */
-package sparkscope.feed;
+package sparkscope.v2.feed;
 
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -16,14 +15,11 @@ import java.util.Set;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.LocalScan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -33,7 +29,6 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.execution.streaming.sources.MemoryWriterCommitMessage;
 import org.apache.spark.sql.execution.streaming.sources.MemoryWriterFactory;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -43,22 +38,14 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class FeedWriter implements TableProvider {
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        String name = Feeds.name(options);
-        if (options.getBoolean("forget", false)) {
-            Feeds.all().remove(name);
-            return new StructType();
-        }
-        String schema = options.get("schema");
-        if (schema != null) {
-            StructType given = (StructType) DataType.fromJson(schema);
-            Feeds.all().computeIfAbsent(name, key -> new Feeds.Feed(given));
-        }
-        return (StructType) Feeds.get(name).apply(new Object[] {"schema"});
+        return (StructType) Feeds.get(Feeds.name(options), false).apply(new Object[] {"schema"});
     }
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new FeedTable(Feeds.name(properties), schema);
+        String name = Feeds.name(properties);
+        Feeds.get(name, false);
+        return new FeedTable(name, schema);
     }
 
     @Override
@@ -66,7 +53,7 @@ public final class FeedWriter implements TableProvider {
         return true;  // a write gives the DataFrame's own schema
     }
 
-    static final class FeedTable implements Table, SupportsWrite, SupportsRead {
+    static final class FeedTable implements Table, SupportsWrite {
         private final String name;
         private final StructType schema;
 
@@ -88,26 +75,12 @@ public final class FeedWriter implements TableProvider {
 
         @Override
         public Set<TableCapability> capabilities() {
-            return EnumSet.of(TableCapability.BATCH_WRITE, TableCapability.BATCH_READ, TableCapability.ACCEPT_ANY_SCHEMA);
-        }
-
-        @Override
-        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            return () -> new LocalScan() {  // a read only makes or forgets the feed: it gives no rows
-                @Override
-                public InternalRow[] rows() {
-                    return new InternalRow[0];
-                }
-
-                @Override
-                public StructType readSchema() {
-                    return schema;
-                }
-            };
+            return EnumSet.of(TableCapability.BATCH_WRITE, TableCapability.ACCEPT_ANY_SCHEMA);
         }
 
         @Override
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+            Feeds.get(name, true);  // the write's own operation: its caller is known
             StructType written = info.schema();
             return new WriteBuilder() {
                 @Override
@@ -153,7 +126,7 @@ public final class FeedWriter implements TableProvider {
                     }
                 }
             }
-            Feeds.get(name).apply(new Object[] {"add", rows});
+            Feeds.get(name, false).apply(new Object[] {"add", rows.toArray(new InternalRow[0])});
         }
 
         @Override

@@ -4,10 +4,9 @@
  * knows which rows each batch saw. A batch is a streaming DataFrame of the driver's rows (a local collection
  * parallelised: no class of this jar runs in a task).
  */
-package sparkscope.feed;
+package sparkscope.v2.feed;
 
 import java.util.Arrays;
-import java.util.Map;
 import java.util.function.Function;
 
 import org.apache.spark.rdd.RDD;
@@ -38,14 +37,17 @@ public final class FeedSource implements StreamSourceProvider, DataSourceRegiste
     public Tuple2<String, StructType> sourceSchema(SQLContext context, Option<StructType> schema, String provider,
                                                   scala.collection.immutable.Map<String, String> parameters) {
         String name = Feeds.name(CollectionConverters.asJava(parameters));
-        return new Tuple2<>("sparkscope-feed[" + name + "]", (StructType) Feeds.get(name).apply(new Object[] {"schema"}));
+        return new Tuple2<>("sparkscope-feed[" + name + "]",
+                (StructType) Feeds.get(name, false).apply(new Object[] {"schema"}));
     }
 
     @Override
     public Source createSource(SQLContext context, String metadataPath, Option<StructType> schema, String provider,
                                scala.collection.immutable.Map<String, String> parameters) {
-        Map<String, String> options = CollectionConverters.asJava(parameters);
-        return new Batches(context, Feeds.name(options));
+        String name = Feeds.name(CollectionConverters.asJava(parameters));
+        Feeds.get(name, true).apply(new Object[] {"attach", Thread.currentThread(),  // made in the query's thread
+            context.sparkContext().getLocalProperty("sql.streaming.queryId")});
+        return new Batches(context, name);
     }
 
     /** The offset of a feed: how many of its batches a query has read. */
@@ -76,7 +78,7 @@ public final class FeedSource implements StreamSourceProvider, DataSourceRegiste
         }
 
         private Function<Object[], Object> feed() {
-            return Feeds.get(name);
+            return Feeds.get(name, false);  // the query's own thread: its owner was checked as it started
         }
 
         @Override
@@ -125,7 +127,7 @@ public final class FeedSource implements StreamSourceProvider, DataSourceRegiste
 
         @Override
         public void commit(org.apache.spark.sql.connector.read.streaming.Offset end) {
-            // the batches stay: another query may read the same feed (they go with the feed, when its session ends)
+            feed().apply(new Object[] {"commit", Thread.currentThread(), Position.of(end)});
         }
 
         @Override

@@ -1,0 +1,144 @@
+"""sparkscope's jar on the server (`sparkscope/jars/sparkscope.jar`): the bounded sink's rings and the memory source's
+feeds live in the server's JVM, and this is how a session loads the jar, agrees on its protocol, and sees and frees
+what it keeps there.
+
+- Loading: the embedded server has the jar on its class path; any other server gets it from this client as an
+  artifact of the session (`spark.addArtifacts`), the first time the session needs it.
+- Protocol: the jar's classes live in a package named after the protocol they speak (`sparkscope.v2`), so a server
+  where another sparkscope's jar is loaded keeps both side by side, each with its own registry. The first call is
+  `hello`: the jar says its protocol, and whether it can tell who calls (Spark Connect's user and session) and which
+  sessions are open (what ends a ring or a feed with no client).
+- Every call is a read of `sparkscope.v2.Control` whose rows are the answer (one JSON object a row), run as an
+  operation of this session: the server knows the caller by it (Control.java).
+- What the jar keeps has an owner (the Spark Connect user and session that made it), a bound, and an end that needs
+  no client: its query's end plus a grace period (`spark.sparkscope.grace` on the server, 15 minutes by default;
+  `grace` per query), or its session's end. `kept()` lists it, `free()` frees the caller's that nothing uses.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UnsupportedOperation, missing_data_source, translate, translated
+
+JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope.jar"
+PROTOCOL = 2
+PACKAGE = f"sparkscope.v{PROTOCOL}"
+CONTROL = f"{PACKAGE}.Control"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One thing sparkscope keeps on the server: a ring (the rows a bounded query keeps) or a feed (the batches of a
+    memory source). `state`: running (a query that uses it runs), waiting (no query has used it yet; its session is
+    open), open (a feed whose session is open), ended (nothing uses it: it is freed `grace` seconds after `ended`)."""
+
+    kind: str
+    name: str
+    query: str
+    query_id: str
+    user: str
+    session: str
+    state: str
+    rows: int
+    bytes: int
+    age: float
+    ended: float | None
+    grace: float
+    yours: bool
+    scratch: str | None = None
+
+    @property
+    def ends_in(self) -> float | None:
+        """Seconds until the sweeper frees it, once nothing uses it (None while something does)."""
+        return None if self.ended is None else max(0.0, self.grace - self.ended)
+
+    @classmethod
+    def of(cls, facts: dict[str, Any]) -> Kept:
+        ended = facts.get("ended_ms")
+        return cls(kind=str(facts.get("kind")), name=str(facts.get("name")), query=str(facts.get("query") or ""),
+                   query_id=str(facts.get("query_id") or ""), user=str(facts.get("user") or ""),
+                   session=str(facts.get("session") or ""), state=str(facts.get("state")),
+                   rows=int(facts.get("rows") or 0), bytes=int(facts.get("bytes") or 0),
+                   age=int(facts.get("age_ms") or 0) / 1000, ended=None if ended is None else int(ended) / 1000,
+                   grace=int(facts.get("grace_ms") or 0) / 1000, yours=bool(facts.get("yours")),
+                   scratch=facts.get("scratch"))
+
+
+class ServerJar:
+    """The jar as one session uses it: loaded on the server once, then called."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self._loaded: str | None = None  # where the classes load from, once they do
+        self._hello: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> str:
+        """Where the classes load from on the server: its own class path (the embedded server has the jar), or
+        this session's artifact, sent now. One line (UnsupportedOperation) when the server cannot load them, or
+        when the jar it has speaks another protocol."""
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+    @property
+    def hello(self) -> dict[str, Any]:
+        """What the jar said at the first call: its protocol, the caller it saw, whether it lists sessions."""
+        self.load()
+        return dict(self._hello)
+
+    def _load(self) -> str:
+        try:
+            self._hello = self._call("hello", protocol=PROTOCOL)[0]
+            where = "on the server's class path"
+        except Exception as exc:
+            if not missing_data_source(exc):
+                raise translate(exc) from exc
+            with translated():
+                self._spark.addArtifacts(str(JAR))
+            try:
+                self._hello = self._call("hello", protocol=PROTOCOL)[0]
+            except Exception as again:
+                problem = translate(again).message
+                raise UnsupportedOperation(f"The server could not load sparkscope's classes from the jar this "
+                                           f"session sent it: {problem}", "Start the query with --sink memory (it "
+                                           "keeps every row), or add sparkscope's jar to the server's class path",
+                                           code="bounded_sink_not_loaded", data={"problem": problem}) from again
+            where = f"sent by this client ({JAR.name}, a session artifact)"
+        spoken = self._hello.get("protocol")
+        if spoken != PROTOCOL:
+            raise UnsupportedOperation(f"The server's sparkscope jar speaks protocol {spoken}, this client protocol "
+                                       f"{PROTOCOL}", "Use a sparkscope of the same version as the jar on the "
+                                       "server's class path, or take the jar off it (the client then sends its own)",
+                                       code="jar_protocol", data={"server": str(spoken), "client": str(PROTOCOL)})
+        return where
+
+    def call(self, call: str, **options: Any) -> list[dict[str, Any]]:
+        """One call into the jar (Control.java): its answer, one dict a row. Loads the jar first."""
+        self.load()
+        with translated():
+            return self._call(call, **options)
+
+    def _call(self, call: str, **options: Any) -> list[dict[str, Any]]:
+        given = {key: str(value).lower() if isinstance(value, bool) else str(value)
+                 for key, value in options.items() if value is not None}
+        rows = self._spark.read.format(CONTROL).option("call", call).options(**given).load().collect()
+        return [json.loads(row[0]) for row in rows]
+
+    def kept(self) -> list[Kept]:
+        """Everything sparkscope keeps on this server, every user's (each says whether it is yours)."""
+        return [Kept.of(facts) for facts in self.call("list")]
+
+    def free(self) -> list[Kept]:
+        """Free now what this user keeps on the server that nothing uses (ended, in its grace period)."""
+        return [Kept.of(facts) for facts in self.call("free")]
+
+    def forget(self, name: str) -> bool:
+        """Drop one ring or feed of this user now; whether it was there."""
+        return bool(self.call("forget", name=name)[0].get("forgotten"))

@@ -128,6 +128,18 @@ def _server_parser(sub: Any) -> None:
                                            "when something is missing, 2 when the server cannot be reached.")
     check.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
                        help="the server to check (default: SPARK_REMOTE, the profile, or the embedded server)")
+    kept = actions.add_parser("kept", parents=[formats],
+                              help="what sparkscope keeps on a server (the embedded one, or --remote URL): the rows "
+                                   "of bounded queries and the memory sources, with owner, state, rows and size",
+                              description="List what sparkscope keeps in a Spark Connect server's memory: each "
+                                          "ring (the newest rows of a query of the default sink) and feed (a memory "
+                                          "source's batches), every user's, with its owner, query, state, rows, "
+                                          "size and when it ends. Each is freed by itself a grace period after "
+                                          "nothing uses it (spark.sparkscope.grace on the server, 15 minutes by "
+                                          "default); --free frees yours now.")
+    kept.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
+                      help="the server to ask (default: SPARK_REMOTE, the profile, or the embedded server)")
+    kept.add_argument("--free", action="store_true", help="free now what your user keeps there that nothing uses")
     actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")

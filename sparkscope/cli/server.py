@@ -22,8 +22,8 @@ def server_main(args: argparse.Namespace) -> int:
 
         return _emit(args, Message(f"Java {java_version()} found"))
     server = LocalServer()
-    if args.action == "check":
-        return _check(args)
+    if args.action in ("check", "kept"):
+        return _check(args) if args.action == "check" else _kept(args)
     actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs}
     return actions[args.action](args, server)
 
@@ -138,9 +138,28 @@ def _check(args: argparse.Namespace) -> int:
         return _fail(args, exc, 2)
     try:
         caps = session.facts.get(refresh=True)
+        kept = session.kept() if caps.sink_problem is None else None
     finally:
         session.close()
-    return _emit(args, capability_table(caps), 0 if caps.ok else 1)
+    return _emit(args, capability_table(caps, kept), 0 if caps.ok else 1)
+
+
+def _kept(args: argparse.Namespace) -> int:
+    """What sparkscope keeps on a server (the embedded one, or --remote URL); --free frees this user's unused."""
+    from ..client.errors import ConnectionFailed
+    from ..server.connecting import open_session, resolve_target
+    from ..repl.commands.session import kept_table
+
+    try:
+        session = open_session(resolve_target(getattr(args, "remote", None), profile=args.profile,
+                                              start_server=False), keepalive=0, activate=False)
+    except ConnectionFailed as exc:
+        return _fail(args, exc, 2)
+    try:
+        table = kept_table(session.free_kept(), freed=True) if args.free else kept_table(session.kept())
+    finally:
+        session.close()
+    return _emit(args, table)
 
 
 def _token(args: argparse.Namespace, server: LocalServer) -> int:

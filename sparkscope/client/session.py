@@ -282,6 +282,18 @@ class Session:
         """Run batch SQL and fetch up to `n` rows."""
         return self._sinks.sql(statement, n)
 
+    # -- what sparkscope keeps on the server (queries/server_jar.py) ----------------------------
+    def kept(self) -> list[Kept]:
+        """What sparkscope keeps on this server, every user's: each ring (a bounded query's rows) and feed (a memory
+        source's batches) with its owner, query, state, rows, bytes and age. Each ends by itself, a grace period
+        after nothing uses it; `free_kept()` frees yours at once."""
+        return self._jar.kept()
+
+    def free_kept(self) -> list[Kept]:
+        """Free now what your user keeps on this server that nothing uses any more (rows of ended queries in their
+        grace period, feeds of closed sessions); what is freed is returned."""
+        return self._jar.free()
+
     def operation(self, tag: str | None = None) -> contextlib.AbstractContextManager[str]:
         """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
         return self._sinks.operation(tag)

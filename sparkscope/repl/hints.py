@@ -24,6 +24,7 @@ REPL_HINTS = {
     "needs_path": "Pass --path P",
     "sink_not_tailable": "Start it with the default sink: :start {name}",
     "keep_needs_bounded": "Leave out --sink (the default sink keeps what --keep says), or --keep",
+    "grace_needs_bounded": "Leave out --sink (the default sink keeps its rows --grace after the query), or --grace",
     "continuous_bounded": "Leave out --keep (Spark's memory sink is used), or use a trigger like 1s",
     "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
     "unresolved_column": "Check the column names with :schema",

@@ -28,9 +28,13 @@ CASES = [
                                  "foreach_batch, kafka, parquet, json, csv, orc, text."),
     (":start x r --keep lots", "error: 'lots' is not what to keep. Write a row count (10000, 50k) or a time "
                                "(10m, 1h), or both: 10m,50000."),
-    (":start x r --sink memory --keep 10", "error: Only the bounded sink keeps a number of rows, not the memory "
-                                           "sink. Leave out --sink (the default sink keeps what --keep says), or "
+    (":start x r --sink memory --keep 10", "error: Only the bounded sink takes keep, not the memory sink. "
+                                           "Leave out --sink (the default sink keeps what --keep says), or "
                                            "--keep."),
+    (":start x r --sink memory --grace 5m", "error: Only the bounded sink takes grace, not the memory sink. "
+                                            "Leave out --sink (the default sink keeps its rows --grace after the "
+                                            "query), or --grace."),
+    (":start x r --grace soon", "error: 'soon' is not a time interval. Write it like 5s, 500ms, 1 minute."),
     (":start x r --bogus 1", "error: Unknown option --bogus for :start."),
     (":start bad-name r", "error: 'bad-name' is not a valid query name."),
     (":start undefined_df", "error: No DataFrame named 'undefined_df'. Define it first"),

@@ -96,8 +96,10 @@ def test_keep_is_only_for_the_bounded_sink(ss, data_dir):
     df = ss.spark.readStream.schema("id LONG").json(str(data_dir))
     with pytest.raises(ConfigError) as err:
         ss.start(df, "wrong", sink="memory", keep=10)
-    assert str(err.value) == ("Only the bounded sink keeps a number of rows, not the memory sink. "
-                              "Leave out the sink, or keep.")
+    assert str(err.value) == "Only the bounded sink takes keep, not the memory sink. Leave out the sink, or keep."
+    with pytest.raises(ConfigError) as err:
+        ss.start(df, "wrong", sink="memory", grace="5m")
+    assert str(err.value) == "Only the bounded sink takes grace, not the memory sink. Leave out the sink, or grace."
     with pytest.raises(ConfigError) as err:
         ss.start(df, "wrong", keep="lots")
     assert str(err.value).startswith("'lots' is not what to keep.")
@@ -133,7 +135,7 @@ def test_rows_older_than_the_time_kept_leave_without_another_batch(ss, data_dir)
     df = ss.spark.readStream.schema("id LONG").json(str(data_dir))
     query = ss.start(df, "brief", keep="2s", trigger="available-now")
     _finished(ss, "brief")
-    assert str(query.keep) == "last 2 s"
+    assert str(query.keep) == "last 2 s, at most 100,000 rows"
     wait_for(lambda: ss.peek("brief").rows == [], what="the rows to pass their two seconds")
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._pyspark import plan_fields
 from ..errors import ConfigError, translated
+from .planning import parse_grace
 from .server_jar import PACKAGE, ServerJar
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,14 +48,17 @@ def reads_feed(plan: bytes, feed: str) -> bool:
 class MemorySource:
     """One feed: `df` is its streaming DataFrame, `add(rows)` adds one batch, `batches` counts what was added."""
 
-    def __init__(self, spark: Any, jar: ServerJar, schema: str | StructType, name: str | None = None):
+    def __init__(self, spark: Any, jar: ServerJar, schema: str | StructType, name: str | None = None, *,
+                 grace: str | float | None = None):
         self._spark = spark
         self._jar = jar
         self.name = name or f"sparkscope_feed_{uuid.uuid4().hex[:12]}"
         with translated():
             self.schema: StructType = (spark.createDataFrame([], schema).schema if isinstance(schema, str)
                                        else schema)
-        jar.call("make_feed", name=self.name, schema=self.schema.json())
+        seconds = parse_grace(grace)
+        jar.call("make_feed", name=self.name, schema=self.schema.json(),
+                 grace_ms=-1 if seconds is None else int(seconds * 1000))
         with translated():
             self.df: DataFrame = spark.readStream.format(READER).option("feed", self.name).load()
         self.batches = 0

@@ -41,7 +41,7 @@ class Kept:
     name: str
     query: str
     query_id: str
-    user: str
+    user: str | None  # None: made where the server could not tell who called (then anyone's)
     session: str
     state: str
     rows: int
@@ -51,6 +51,8 @@ class Kept:
     grace: float
     yours: bool
     scratch: str | None = None
+    last_batch_received: int | None = None  # a ring's: the rows its writers sent the driver in the last batch
+
 
     @property
     def ends_in(self) -> float | None:
@@ -61,12 +63,12 @@ class Kept:
     def of(cls, facts: dict[str, Any]) -> Kept:
         ended = facts.get("ended_ms")
         return cls(kind=str(facts.get("kind")), name=str(facts.get("name")), query=str(facts.get("query") or ""),
-                   query_id=str(facts.get("query_id") or ""), user=str(facts.get("user") or ""),
+                   query_id=str(facts.get("query_id") or ""), user=facts.get("user"),
                    session=str(facts.get("session") or ""), state=str(facts.get("state")),
                    rows=int(facts.get("rows") or 0), bytes=int(facts.get("bytes") or 0),
                    age=int(facts.get("age_ms") or 0) / 1000, ended=None if ended is None else int(ended) / 1000,
                    grace=int(facts.get("grace_ms") or 0) / 1000, yours=bool(facts.get("yours")),
-                   scratch=facts.get("scratch"))
+                   scratch=facts.get("scratch"), last_batch_received=facts.get("last_batch_received"))
 
 
 class ServerJar:

@@ -38,6 +38,9 @@ class SinkReader:
             if isinstance(name_or_query, Query):
                 raise
             name = str(name_or_query)
+            kept = self._kept_elsewhere(name)
+            if kept is not None:
+                return kept
             df = self._s.spark.table(name)
             try:
                 df.schema  # noqa: B018
@@ -59,6 +62,16 @@ class SinkReader:
             return self._s.spark.read.format(query.format or query.sink).load(query.path)
         raise UnsupportedOperation(f"Query {query.name} writes to a {query.sink} sink, which cannot be read back",
                                    "Start it with the default sink to peek at its rows")
+
+    def _kept_elsewhere(self, name: str) -> DataFrame | None:
+        """The rows a bounded query of another session of this server keeps (a second REPL's :peek), from the ring
+        the catalog recorded for it: the server lets this user read its own rings from any session."""
+        record = None
+        with contextlib.suppress(Exception):  # an unreadable catalog: the name is looked up as a table instead
+            record = self._s.catalog.get(self._s.url, name)
+        if record is None or record.sink != BOUNDED or not record.view:
+            return None
+        return self._sink.rows(record.view)
 
     def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame:
         """The rows one batch of a bounded query wrote, while its sink keeps them."""

@@ -28,10 +28,12 @@ class Sources:
         self._jar = jar or ServerJar(spark)
         self.fed: list[MemorySource] = []  # the memory sources made here: they go when the session closes
 
-    def memory(self, schema: str | StructType) -> MemorySource:
+    def memory(self, schema: str | StructType, *, grace: str | float | None = None) -> MemorySource:
         """A source a test feeds batch by batch: `src = ss.source.memory("user STRING, ts TIMESTAMP")`, a query
-        of `src.df`, then `src.add([("ana", "2018-03-02 10:00:00")])` makes one micro-batch of those rows."""
-        source = MemorySource(self._spark, self._jar, schema)
+        of `src.df`, then `src.add([("ana", "2018-03-02 10:00:00")])` makes one micro-batch of those rows.
+        `grace` ('1m'): how long its batches stay on the server once neither its session nor a query uses it
+        (the server's spark.sparkscope.grace, 15 minutes, by default)."""
+        source = MemorySource(self._spark, self._jar, schema, grace=grace)
         self.fed.append(source)
         return source
 

@@ -98,8 +98,9 @@ class QueryStarter:
         if foreach_batch is not None:
             sink = "foreach_batch"
         if (keep is not None or grace is not None) and sink not in (None, BOUNDED):
-            raise ConfigError(f"Only the bounded sink keeps rows, not the {sink} sink",
-                              "Leave out the sink, or keep and grace", code="keep_needs_bounded")
+            given = "keep" if keep is not None else "grace"
+            raise ConfigError(f"Only the bounded sink takes {given}, not the {sink} sink",
+                              f"Leave out the sink, or {given}", code=f"{given}_needs_bounded")
         retention = parse_keep(keep, grace)
         if sink is not None:
             check_sink(sink)

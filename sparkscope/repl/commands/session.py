@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ...client.errors import SparkscopeError, call
 from .streams import int_option
 from .registry import Arg, Complete, Options, Tail, UsageError, command, flag, key_value, valued
-from ..output.render import busy_tasks, short_id
+from ..output.render import age, busy_tasks, short_id, size
 from ..output.results import Block, Exit, Message, Result, SwitchSession, Table
 
 SQL_ROWS = 1000  # rows :sql shows unless --limit says otherwise
@@ -19,6 +19,7 @@ SESSION_SAMPLE = 0.5  # seconds of the embedded server's CPU :session samples fo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...client.connection.capabilities import Capabilities
+    from ...client.queries.server_jar import Kept
     from ...client.session import Session
     from ..context import CommandContext
 
@@ -132,14 +133,76 @@ def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 @command("server", "What this server can run for this client: Spark, its Python and packages, Kafka, checkpoints, "
          "auth (--refresh asks it again)", options=(flag("refresh"),))
 def server(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    return capability_table(ctx.session.facts.get(refresh=opts.flag("refresh")))
+    caps = ctx.session.facts.get(refresh=opts.flag("refresh"))
+    return capability_table(caps, kept=ctx.session.kept() if caps.sink_problem is None else None)
 
 
-def capability_table(caps: Capabilities) -> Table:
-    """`:server` and `sparkscope server check`: each capability, what it enables, what is missing, how to add it."""
+@command("kept", "What sparkscope keeps on this server: the rows of bounded queries and the memory sources, each "
+         "with its owner, state, rows and size (--free: free now yours that nothing uses)", options=(flag("free"),))
+def kept(ctx: CommandContext, args: list[str], opts: Options) -> Result:
+    if opts.flag("free"):
+        return kept_table(ctx.session.free_kept(), freed=True)
+    return kept_table(ctx.session.kept())
+
+
+def _kept_state(item: Kept) -> str:
+    if item.state == "ended":
+        return "ended" if item.ended is None else f"ended {age(item.ended)} ago"
+    return {"running": "its query runs", "waiting": "no batch yet", "open": "its session is open"}.get(item.state,
+                                                                                                   item.state)
+
+
+def _kept_end(item: Kept) -> str:
+    if item.ends_in is not None:
+        return f"freed in {age(item.ends_in)}"
+    after = "its query ends" if item.state == "running" else "its session ends"
+    return f"{age(item.grace)} after {after}"
+
+
+def _kept_owner(item: Kept) -> str:
+    if item.user is None:
+        return "anyone (the server did not say who made it)"
+    return "you" if item.yours else (item.user or "(the user with no name)")
+
+
+def kept_totals(kept: list[Kept]) -> str:
+    """One line of what sparkscope keeps on a server in all ('sparkscope server check', :kept's footer)."""
+    if not kept:
+        return "nothing"
+    rings = sum(1 for item in kept if item.kind == "ring")
+    feeds = len(kept) - rings
+    yours = sum(1 for item in kept if item.yours)
+    parts = [f"{rings} ring{'s' * (rings != 1)}"] if rings else []
+    parts += [f"{feeds} feed{'s' * (feeds != 1)}"] if feeds else []
+    ended = sum(1 for item in kept if item.state == "ended")
+    return (f"{' and '.join(parts)} ({yours} yours): {sum(item.rows for item in kept):,} rows, "
+            f"{size(sum(item.bytes for item in kept))}" + (f"; {ended} ended, freed after their grace period"
+                                                          if ended else ""))
+
+
+def kept_table(kept: list[Kept], *, freed: bool = False) -> Table:
+    """`:kept` and `sparkscope server kept`: each ring and feed on the server, or those just freed."""
+    rows = [[item.kind, item.query or "-", _kept_owner(item), short_id(item.session),
+             _kept_state(item), f"{item.rows:,}", size(item.bytes), age(item.age), _kept_end(item)] for item in kept]
+    if freed:
+        footer = (f"Freed {len(kept)}: {kept_totals(kept)}" if kept else
+                  "Nothing to free: what you keep on this server is still in use (stop its query first)")
+    else:
+        footer = (f"In all: {kept_totals(kept)}. Each is freed by itself a grace period after nothing uses it; "
+                  ":kept --free frees yours now" if kept else "sparkscope keeps nothing on this server")
+    return Table(["kind", "query", "owner", "session", "state", "rows", "size", "age", "ends"], rows, footer=footer,
+                 droppable=("session", "age"))
+
+
+def capability_table(caps: Capabilities, kept: list[Kept] | None = None) -> Table:
+    """`:server` and `sparkscope server check`: each capability, what it enables, what is missing, how to add it;
+    and, when known, what sparkscope keeps on the server in all."""
     checks = caps.checks()
     rows = [[c.capability, "-" if c.ok is None else ("ok" if c.ok else "MISSING"), c.found, c.enables, c.fix]
             for c in checks]
+    if kept is not None:
+        rows.append(["kept", "-", kept_totals(kept), "the rows of bounded queries and memory sources, freed a grace "
+                     "period after nothing uses them", ":kept lists them (sparkscope server kept)"])
     missing = [c.capability for c in checks if c.ok is False]
     footer = ("Everything sparkscope uses works on this server." if not missing else
               f"Missing: {', '.join(missing)}. What needs it says in one line what the server lacks.")

@@ -47,7 +47,8 @@ def float_option(value: object, what: str) -> float:
 # -- queries ----------------------------------------------------------------------------------------
 @command("start", "Start the streaming DataFrame NAME (or EXPR) as a query named NAME",
          args=(Arg("NAME", complete=Complete.DATAFRAME), Arg("EXPR", optional=True)),
-         options=(valued("sink", choices=START_SINKS), valued("keep", "N|TIME"), valued("path", "P"),
+         options=(valued("sink", choices=START_SINKS), valued("keep", "N|TIME"), valued("grace", "TIME"),
+                  valued("path", "P"),
                   valued("table", "T"),
                   valued("mode", choices=MODES), valued("trigger", choices=TRIGGER_EXAMPLES),
                   valued("checkpoint", "P"), multi("option", "k=v")), tail=Tail.EXPRESSION)
@@ -70,7 +71,7 @@ def start(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     query = ctx.session.start(df, name, sink, mode=opts.text("mode"),
                               trigger=opts.text("trigger"), checkpoint=opts.text("checkpoint"),
                               path=opts.text("path"), table=opts.text("table"), keep=opts.text("keep"),
-                              options=key_values(opts.each("option"), "--option key=value"))
+                              grace=opts.text("grace"), options=key_values(opts.each("option"), "--option key=value"))
     text = (f"Started {query.name} (id {short_id(query.id)}) → {sink_text(query.sink, query.keep)}, "
             f"{query.mode} mode, trigger {query.trigger}")
     results: list[Table | Message | Block] = [Message(text, {"name": query.name, "id": query.id, "sink": query.sink,

@@ -44,7 +44,7 @@ public final class HoldingsCheck {
                 case "kind":
                     return "ring";
                 case "owner":
-                    return new String[] {user, SESSION};
+                    return user == null ? null : new String[] {user, SESSION};
                 case "sweep":
                     return over;
                 case "free":
@@ -105,12 +105,18 @@ public final class HoldingsCheck {
             check("a caller this JVM cannot tell may not read another user's rows", "refused", "allowed");
         } catch (SecurityException refused) {
             check("a caller this JVM cannot tell may not read another user's rows, and is told whose they are",
-                  true, refused.getMessage().startsWith(Holdings.NOT_OWNER + ": it belongs to user ana"));
+                  true, refused.getMessage().startsWith(Holdings.NOT_OWNER + ": it belongs to user 'ana'"));
         }
         Holdings.check(mine, false);
         check("... but may ask for the schema", "ok", "ok");
-        Holdings.check(new Fake(false, ""), true);
+        Holdings.check(new Fake(false, null), true);
         check("what no known user made is anyone's", "ok", "ok");
+        try {
+            Holdings.check(new Fake(false, ""), true);
+            check("Spark Connect's user \"\" is a user like another", "refused", "allowed");
+        } catch (SecurityException refused) {
+            check("Spark Connect's user \"\" is a user like another", "refused", "refused");
+        }
 
         Fake over = new Fake(true, "ana");
         Holdings.all().put("check-kept", mine);

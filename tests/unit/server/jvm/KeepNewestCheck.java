@@ -84,30 +84,30 @@ public final class KeepNewestCheck {
     public static void main(String[] args) throws Exception {
         long[] now = {1_000_000};
         KeepNewest.Ring ring = ring(5, null, false, now);
-        ring.commit(0, ids(0, 3));
-        ring.commit(1, ids(10, 3));
+        ring.commit(0, ids(0, 3), 0);
+        ring.commit(1, ids(10, 3), 0);
         check("the newest rows, newest batch first, the oldest batch cut to fit", "10@1 11@1 12@1 1@0 2@0", kept(ring));
-        ring.commit(1, ids(20, 2));
+        ring.commit(1, ids(20, 2), 0);
         check("a batch run again replaces its first run (what its first run pushed out stays out)",
               "20@1 21@1 1@0 2@0", kept(ring));
-        ring.commit(2, ids(30, 0));
+        ring.commit(2, ids(30, 0), 0);
         check("an empty batch keeps what was kept", "20@1 21@1 1@0 2@0", kept(ring));
         check("a read of one batch", "1@0 2@0", kept(ring, 0L, Integer.MAX_VALUE));
         check("a read with a limit takes the newest", "20@1 21@1 1@0", kept(ring, null, 3));
 
         KeepNewest.Ring timed = ring(100, 60.0, false, now);
-        timed.commit(0, ids(0, 2));
+        timed.commit(0, ids(0, 2), 0);
         now[0] += 30_000;
-        timed.commit(1, ids(10, 1));
+        timed.commit(1, ids(10, 1), 0);
         check("rows within the time kept", "10@1 0@0 1@0", kept(timed));
         now[0] += 31_000;  // batch 0 is 61 s old: gone when read, no batch needed
         check("rows older than the time kept are gone when read", "10@1", kept(timed));
 
         KeepNewest.Ring complete = ring(100, null, true, now);
-        complete.commit(0, ids(0, 3));
-        complete.commit(1, ids(5, 2));
+        complete.commit(0, ids(0, 3), 0);
+        complete.commit(1, ids(5, 2), 0);
         check("complete mode keeps the latest result only", "5@1 6@1", kept(complete));
-        complete.commit(2, ids(0, 0));
+        complete.commit(2, ids(0, 0), 0);
         check("complete mode: an empty result is the result", "", kept(complete));
 
         List<InternalRow[]> partitions = Arrays.asList(ids(0, 10).toArray(new InternalRow[0]),

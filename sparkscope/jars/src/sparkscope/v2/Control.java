@@ -156,7 +156,7 @@ public final class Control implements TableProvider {
         for (Map.Entry<String, Function<Object[], Object>> entry : Holdings.all().entrySet()) {
             @SuppressWarnings("unchecked")
             Map<String, Object> facts = (Map<String, Object>) entry.getValue().apply(new Object[] {"describe", now, open});
-            boolean yours = caller != null && caller[0].equals(facts.get("user"));
+            boolean yours = facts.get("user") == null || caller != null && caller[0].equals(facts.get("user"));
             facts.put("yours", yours);
             if (!free) {
                 rows.add(facts);

@@ -14,7 +14,7 @@
  *
  * Every holding answers these calls (the kinds add their own):
  *   {"kind"}                      "ring" or "feed"
- *   {"owner"}                     String[] {user, session}: who made it ({"", ""} when that was not known)
+ *   {"owner"}                     String[] {user, session}: who made it (null when that was not known)
  *   {"sweep", now, open}          Boolean: it is over (unused for its grace period); open: Holdings.openSessions()
  *   {"describe", now, open}       Map<String, Object> of JDK values: what a listing shows
  *   {"free"}                      let go of everything it holds (its rows, its scratch checkpoint)
@@ -101,10 +101,14 @@ public final class Holdings {
 
     /** Refuse the caller of this thread a use of `holding` when another user made it (see use). */
     public static void check(Function<Object[], Object> holding, boolean rows) {
-        String owner = ((String[]) holding.apply(new Object[] {"owner"}))[0];
+        String[] made = (String[]) holding.apply(new Object[] {"owner"});
+        if (made == null) {  // made where no caller was known: anyone's
+            return;
+        }
+        String owner = made[0];
         String[] caller = caller();
-        if (caller == null ? rows && !owner.isEmpty() : !owner.isEmpty() && !owner.equals(caller[0])) {
-            throw new SecurityException(NOT_OWNER + ": it belongs to user " + owner
+        if (caller == null ? rows : !owner.equals(caller[0])) {
+            throw new SecurityException(NOT_OWNER + ": it belongs to user '" + owner + "'"
                     + (caller == null ? "; this call did not say which user makes it" : "")
                     + ": only that user's Spark Connect sessions read, change or drop it");
         }

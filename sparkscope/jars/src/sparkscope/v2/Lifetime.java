@@ -24,19 +24,21 @@ public final class Lifetime {
     private long endedAt = -1;
 
     /**
-     * `owner`: {user, session} of its maker (null: not known, then anyone may use it). `whileSessionOpen`: in use
-     * while its session is open, even after queries used it (a feed); otherwise only until the first query does.
+     * `owner`: {user, session} of its maker (null: not known, then anyone may use it; Spark Connect's user "" is a
+     * user like any other). `whileSessionOpen`: in use while its session is open, even after queries used it (a
+     * feed); otherwise only until the first query does.
      */
     public Lifetime(String[] owner, long created, long graceMs, boolean whileSessionOpen) {
-        this.user = owner == null ? "" : owner[0];
-        this.session = owner == null ? "" : owner[1];
+        this.user = owner == null ? null : owner[0];
+        this.session = owner == null ? null : owner[1];
         this.created = created;
         this.graceMs = graceMs;
         this.whileSessionOpen = whileSessionOpen;
     }
 
+    /** {user, session} of its maker, or null when that was not known. */
     public String[] owner() {
-        return new String[] {user, session};
+        return user == null ? null : new String[] {user, session};
     }
 
     /** A query's thread uses it now (called from that thread). */
@@ -58,23 +60,26 @@ public final class Lifetime {
                 return "running";
             }
         }
-        boolean sessionOpen = open != null && open.contains(Holdings.sessionKey(user, session));
+        boolean sessionOpen = open != null && user != null && open.contains(Holdings.sessionKey(user, session));
         if (sessionOpen && (whileSessionOpen || queries.isEmpty())) {
             return whileSessionOpen ? "open" : "waiting";
         }
         return "ended";
     }
 
-    /** Over: not in use for its grace period. The end is when a sweep first saw it unused. */
+    /** Over: not in use for its grace period. Its end is when a sweep or a listing first saw it unused. */
     public synchronized boolean over(long now, Set<String> open) {
-        if (!"ended".equals(state(open))) {
+        return "ended".equals(seen(now, open)) && now - endedAt >= graceMs;
+    }
+
+    private String seen(long now, Set<String> open) {
+        String state = state(open);
+        if (!"ended".equals(state)) {
             endedAt = -1;
-            return false;
-        }
-        if (endedAt < 0) {
+        } else if (endedAt < 0) {
             endedAt = now;
         }
-        return now - endedAt >= graceMs;
+        return state;
     }
 
     /** What a listing shows of it, with the kind's own facts added after. */
@@ -82,11 +87,11 @@ public final class Lifetime {
         Map<String, Object> facts = new LinkedHashMap<>();
         facts.put("user", user);
         facts.put("session", session);
-        String state = state(open);
+        String state = seen(now, open);
         facts.put("state", state);
         facts.put("query_id", lastQuery);
         facts.put("age_ms", now - created);
-        facts.put("ended_ms", "ended".equals(state) && endedAt >= 0 ? now - endedAt : null);
+        facts.put("ended_ms", "ended".equals(state) ? now - endedAt : null);
         facts.put("grace_ms", graceMs);
         return facts;
     }

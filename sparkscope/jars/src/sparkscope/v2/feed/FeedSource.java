@@ -125,8 +125,9 @@ public final class FeedSource implements StreamSourceProvider, DataSourceRegiste
             return session.internalCreateDataFrame(rdd, schema(), true);
         }
 
+        /** Spark commits a V1 source's offsets here (its V2 commit is not called for it). */
         @Override
-        public void commit(org.apache.spark.sql.connector.read.streaming.Offset end) {
+        public void commit(Offset end) {
             feed().apply(new Object[] {"commit", Thread.currentThread(), Position.of(end)});
         }
 

@@ -130,6 +130,7 @@ public final class KeepNewest implements TableProvider {
         private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
         private final LongSupplier clock;  // milliseconds
         private final Scratch scratch;  // the checkpoint folder this ring made for its query, or null
+        private long lastReceived = -1;  // the rows the driver received in the last batch
 
         Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
              LongSupplier clock, Scratch scratch, Lifetime lifetime) {
@@ -163,7 +164,7 @@ public final class KeepNewest implements TableProvider {
                     lifetime.attach((Thread) call[1], (String) call[2]);
                     return null;
                 case "commit":
-                    commit((Long) call[1], (List<InternalRow>) call[2]);
+                    commit((Long) call[1], (List<InternalRow>) call[2], (Long) call[3]);
                     return null;
                 case "snapshot":
                     return snapshot((Long) call[1], (Integer) call[2]);
@@ -179,8 +180,10 @@ public final class KeepNewest implements TableProvider {
             }
         }
 
-        synchronized void commit(long batch, List<InternalRow> batchRows) {
+        /** `received`: how many rows the writers sent the driver for this batch (their bound at work). */
+        synchronized void commit(long batch, List<InternalRow> batchRows, long received) {
             long now = clock.getAsLong();
+            lastReceived = received;
             if (replace) {
                 chunks.clear();
             } else {
@@ -253,6 +256,7 @@ public final class KeepNewest implements TableProvider {
             }
             facts.put("rows", kept);
             facts.put("bytes", bytes);
+            facts.put("last_batch_received", lastReceived < 0 ? null : lastReceived);
             facts.put("keep_rows", (long) rows);
             facts.put("keep_seconds", seconds);
             facts.put("scratch", scratch == null ? null : scratch.folder.toString());
@@ -435,14 +439,16 @@ public final class KeepNewest implements TableProvider {
         @Override
         public void commit(long epochId, WriterCommitMessage[] messages) {
             List<InternalRow[]> partitions = new ArrayList<>();
+            long received = 0;
             for (WriterCommitMessage message : messages) {
                 if (message instanceof PackedRowCommitMessage) {
                     partitions.add(((PackedRowCommitMessage) message).rows());
+                    received += ((PackedRowCommitMessage) message).rows().length;
                 }
             }
             Function<Object[], Object> ring = Holdings.all().get(name);
             if (ring != null) {  // dropped while the query runs: its rows are not wanted any more
-                ring.apply(new Object[] {"commit", epochId, newest(partitions, rows)});
+                ring.apply(new Object[] {"commit", epochId, newest(partitions, rows), received});
             }
         }
 

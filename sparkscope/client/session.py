@@ -92,6 +92,7 @@ class Session:
     is_dataframe = staticmethod(is_dataframe)
 
     _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
+    _rejoined_from: int | None = None  # rejoined a session of the server: the pid that held it (0: none lives)
     _handed_back = False  # close() has finished: its public methods now say so instead of failing in pyspark
 
     def __getattribute__(self, name: str) -> Any:
@@ -158,6 +159,13 @@ class Session:
     def user(self) -> str | None:
         """The user name the server sees (SPARK_USER or USER on this machine)."""
         return user_id(self.spark)
+
+    @property
+    def inherits_listener(self) -> bool:
+        """It rejoined a session that no live process of this machine holds (its client crashed, or ended without
+        closing it): a live-event listener the server keeps for that session is the gone client's, and is
+        replaced (the server keeps one per session, and refuses another)."""
+        return self._rejoined_from == 0
 
     @property
     def url(self) -> str:
@@ -371,6 +379,8 @@ class Session:
                     data={"session_id": str(target.session_id)})
             if target.session_id:  # rejoined (it has our marker): its running queries are this session's
                 session._book.adopt_active()
+                with swallowed("asking the catalog who holds the session"):
+                    session._rejoined_from = session.catalog.holder(session.url, session.session_id) or 0
             else:
                 with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
                     call(spark.conf.set, SESSION_MARKER, str(int(time.time())))

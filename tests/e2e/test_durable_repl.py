@@ -87,6 +87,34 @@ def test_reattach_after_the_repl_was_killed_finds_the_running_query(own_server):
     second.expect(pexpect.EOF, timeout=30)
 
 
+def test_a_repl_killed_while_listening_then_reattached_restarts_starts_and_runs_pyspark_s_own_start(own_server):
+    """The killed REPL's live-event listener stays on the server, which keeps one per session: the rejoined session
+    replaces it. Before, pyspark's registration waited forever for an answer while holding its listener bus's lock,
+    and every query start (which posts onQueryStarted under that lock) hung until the command timed out."""
+    local, port, env = own_server
+    url = f"sc://localhost:{port}"
+    first, repl = open_repl(url, env)
+    assert "Started k9" in repl.run(":start k9 ss.source.rate(5)")
+    wait_for_batches(repl, "k9")  # the listener delivers its progress
+    first.kill(signal.SIGKILL)
+    first.close(force=True)
+    second, again = open_repl(url, env, "--reattach")
+    assert "Stopped k9" in again.run(":stop k9", timeout=30)
+    assert re.search(r"Restarted k9 \(id [0-9a-f]{8}\) from its checkpoint", again.run(":restart k9", timeout=30))
+    assert "Started k9b" in again.run(":start k9b ss.source.rate(1)", timeout=30)
+    assert "active True" in again.run("h = ss.source.rate(1).writeStream.format('memory').queryName('k9c').start(); "
+                                      "print('active', h.isActive)", timeout=30)
+    running = again.run(":queries")
+    assert all(re.search(rf"\| {name}\s+\| [0-9a-f]{{8}} \| active", running) for name in ("k9", "k9b", "k9c"))
+    catalog = again.run(":queries --all")
+    assert all(re.search(rf"\| {name}\s+\|( [0-9a-f]{{8}} \|)? [0-9a-f]{{8}} \| active", catalog)
+               for name in ("k9", "k9b", "k9c")), catalog
+    wait_for_batches(again, "k9b")  # live progress reaches the rejoined session
+    assert "Stopped" in again.run(":stop --all")
+    second.sendcontrol("d")
+    second.expect(pexpect.EOF, timeout=30)
+
+
 def test_a_server_restarted_under_a_session_with_the_same_token_is_named_as_restarted(own_server):
     """As with a cluster's server restarted by its admin: same port, same token, a new server. Each call of the old
     session says that the server restarted, not that a DataFrame belongs to a closed session; :connect goes on."""

@@ -81,6 +81,16 @@ _ADDED_COLUMNS = {"queries": {"keep": "TEXT", "view": "TEXT"},  # columns newer 
                   "sessions": {"pid": "INTEGER"}}
 
 
+def _runs(pid: int) -> bool:
+    """Whether process `pid` runs: a process killed (kill -9) whose parent has not reaped it yet, a zombie, does
+    not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
 class Catalog:
     def __init__(self, path: Path | None = None):
         self.path = path or state_dir() / FILE_NAME
@@ -207,7 +217,7 @@ class Catalog:
         with self._db() as db:
             row = db.execute("SELECT pid FROM sessions WHERE server=? AND session_id=?", (server, session_id)).fetchone()
         pid = row[0] if row else None
-        if not pid or pid == os.getpid() or not Path(f"/proc/{pid}").exists():  # gone (the SDK signals nobody)
+        if not pid or pid == os.getpid() or not _runs(int(pid)):  # gone (the SDK signals nobody)
             return None
         return int(pid)
 

@@ -65,6 +65,10 @@ class WatchedSession(Protocol):
     @property
     def url(self) -> str: ...
 
+    @property
+    def inherits_listener(self) -> bool:
+        """It rejoined a session whose client is gone: a listener the server holds for it is that client's."""
+
     def running(self) -> Sequence[WatchedQuery]: ...
 
     def known_queries(self) -> Sequence[WatchedQuery]: ...

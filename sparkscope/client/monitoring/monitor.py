@@ -98,7 +98,10 @@ class Monitor:
         self._stop.clear()
         with swallowed("listing the session's queries"):  # a stuck server: start with what events bring
             within(CALL_DEADLINE, self._seed, "listing the session's queries")
-        if self._use_listener and self._register():
+        # The server keeps one listener per session: one left by a client that died (kill -9) would refuse ours
+        registered = self._use_listener and (self._register_again() if self._session.inherits_listener
+                                             else self._register())
+        if registered:
             self.mode = "listener"
             loop = self._watchdog
         else:
@@ -154,11 +157,24 @@ class Monitor:
                 monitor.on_terminated(str(event.id), event.exception)
 
         listener = _Listener()
-        streams = self._session.spark.streams
+        spark = self._session.spark
+        tag = f"sparkscope-listener-{id(listener):x}"
+
+        def add() -> None:
+            spark.addTag(tag)  # in the thread that makes the call: the tag names its operation
+            try:
+                spark.streams.addListener(listener)
+            finally:
+                spark.removeTag(tag)
+
         try:  # pyspark swallows a failure here and only warns; a stuck server never answers at all
-            within(CALL_DEADLINE, lambda: streams.addListener(listener), "adding the live event listener")
+            within(CALL_DEADLINE, add, "adding the live event listener")
         except Exception:
             log.debug("could not add the live event listener", exc_info=True)
+            # pyspark holds its listener bus's lock while it waits for the server's answer, and every query
+            # start waits on that lock (it posts onQueryStarted): the call is interrupted, so that it lets go
+            with swallowed("interrupting the unanswered listener registration"):
+                within(CALL_DEADLINE, lambda: spark.interruptTag(tag), "interrupting the listener registration")
             return False
         if not self._listener_healthy(listener):
             return False

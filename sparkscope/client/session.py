@@ -119,7 +119,7 @@ class Session:
                                  kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
                                  auth=bool(target.token), tls=target.needs_tls,
                                  known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
-                                 bounded_sink=lambda: self._jar.load())
+                                 bounded_sink=lambda: self._jar.describe())
         self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
         self._jar = ServerJar(spark)  # sparkscope's jar on the server: its sink, its memory source
         self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine, jar=self._jar)

@@ -5,9 +5,6 @@ another protocol loaded beside this one."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,49 +13,16 @@ from sparkscope.client.errors import NotOwner, call
 from sparkscope.client.queries.bounded_sink import SINK_CLASS
 from sparkscope.client.queries.memory_source import WRITER
 from tests.helpers import wait_for
+from tests.left_behind import leave_behind
 
 OLD_JAR = Path(__file__).resolve().parents[1] / "fixtures" / "sparkscope-protocol1.jar"
-
-# A client that starts what the test asks, says what it made, and leaves without closing anything: killed (-9),
-# or by os._exit, or after releasing its Spark Connect session by hand (spark.stop(), not ss.close()).
-CLIENT = r"""
-import os, signal, sys, time
-import sparkscope
-
-url, how, what = sys.argv[1:4]
-ss = sparkscope.connect(url)
-if what == "stream":
-    query = ss.start(ss.source.rate(50), "left_behind", grace="1s")
-    while not ss.peek("left_behind").rows:
-        query.await_termination(timeout=0.2)
-    print(query.view, ss.session_id, flush=True)
-elif what == "feed":
-    src = ss.source.memory("id INT", grace="1s")
-    src.add([(1,), (2,), (3,)])
-    print(src.name, ss.session_id, flush=True)
-if how == "kill":
-    os.kill(os.getpid(), signal.SIGKILL)
-if how == "release":
-    ss.spark.stop()  # the session ends on the server; sparkscope's Session is never closed
-os._exit(0)
-"""
-
-
-def _leave_behind(remote_url: str, how: str, what: str) -> tuple[str, str]:
-    """Run CLIENT: the name of what it made on the server, and its session."""
-    ran = subprocess.run([sys.executable, "-c", CLIENT, remote_url, how, what], capture_output=True, text=True,
-                         timeout=180)
-    lines = ran.stdout.split()
-    assert len(lines) == 2, ran.stderr[-3000:]
-    return lines[0], lines[1]
-
 
 def _kept(ss, name: str):
     return next((item for item in ss.kept() if item.name == name), None)
 
 
 def test_a_killed_client_s_ring_ends_a_grace_period_after_its_query_is_stopped_elsewhere(ss, remote_url):
-    ring, session = _leave_behind(remote_url, "kill", "stream")
+    ring, session = leave_behind(remote_url, "kill", "stream")
     item = _kept(ss, ring)
     assert item is not None and (item.kind, item.query, item.state, item.session) == (
         "ring", "left_behind", "running", session)  # its query runs on: the ring with it
@@ -68,14 +32,14 @@ def test_a_killed_client_s_ring_ends_a_grace_period_after_its_query_is_stopped_e
 
 
 def test_a_ring_whose_client_exited_with_its_session_open_ends_with_its_query(ss, remote_url, data_dir):
-    ring, _ = _leave_behind(remote_url, "exit", "stream")
+    ring, _ = leave_behind(remote_url, "exit", "stream")
     assert _kept(ss, ring).state == "running"  # its session is open on the server, and the query runs in it
     ss.stop_elsewhere("left_behind")
     wait_for(lambda: _kept(ss, ring) is None, timeout=30, what="the ring freed after its 1 s of grace")
 
 
 def test_a_feed_whose_session_ended_without_its_client_is_dropped(ss, remote_url):
-    feed, _ = _leave_behind(remote_url, "release", "feed")
+    feed, _ = leave_behind(remote_url, "release", "feed")
     wait_for(lambda: _kept(ss, feed) is None, timeout=30, what="the feed freed a second after its session ended")
 
 

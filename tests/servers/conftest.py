@@ -44,6 +44,7 @@ NO_SERVER_PYTHON = frozenset({
     "test_a_console_sink_prints_its_batches_above_the_prompt", "test_the_default_sink_keeps_at_most_what_it_keeps_on_every_server",
     "test_getorcreate_then_await_termination_ends_with_ctrl_c", "test_state_of_a_query_with_a_checkpoint",
     "test_rows_made_here_reach_every_server", "test_the_stream_test_of_docs_testing_passes_on_this_server",
+    "test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its_protocol",
 })
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from pathlib import Path
 
 from tests.e2e.conftest import Screen
 from tests.e2e.test_pyspark_as_written import (test_a_console_sink_prints_its_batches_above_the_prompt,
                                                 test_display_shows_a_table_or_a_live_stream_that_keeps_running)
 from tests.e2e.test_readme import test_the_first_session_runs_as_written, test_the_sdk_example_runs_as_written
 from tests.helpers import run_sparkscope, wait_for
+from tests.left_behind import leave_behind
 
 # the README's session and SDK block, display() of a table and a stream, and a console sink: run here too
 __all__ = ["test_the_first_session_runs_as_written", "test_the_sdk_example_runs_as_written",
@@ -131,6 +133,23 @@ def test_the_default_sink_keeps_at_most_what_it_keeps_on_every_server(repl):
     assert repl.run("spark.table('fast').count()").strip().splitlines()[-1] == "10000"
     assert repl.run("spark.table('fast_kept').count()").strip().splitlines()[-1] == "500"
     repl.run(":stop --all")
+
+
+def test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its_protocol(remote_url, kind):
+    """A client killed while its query ran: its query stopped from another session, the ring is freed a grace period
+    later with no client, and so is the checkpoint folder the ring made where the server has no checkpoint root."""
+    import sparkscope
+
+    with sparkscope.connect(remote_url) as ss:
+        assert ss._jar.hello["protocol"] == 2 and ss._jar.hello["sessions"] is True
+        ring, _ = leave_behind(remote_url, "kill", "stream")
+        item = next(thing for thing in ss.kept() if thing.name == ring)
+        assert (item.state, item.yours) == ("running", True)
+        assert (item.scratch is not None) == (kind != "spark-4.0")  # 4.0's admin gave a checkpoint root
+        assert item.scratch is None or Path(item.scratch).is_dir()
+        ss.stop_elsewhere("left_behind")
+        wait_for(lambda: ring not in [thing.name for thing in ss.kept()], timeout=30, what="the ring freed")
+        assert item.scratch is None or not Path(item.scratch).exists()
 
 
 def test_getorcreate_then_await_termination_ends_with_ctrl_c(repl):

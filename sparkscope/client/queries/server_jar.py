@@ -89,6 +89,16 @@ class ServerJar:
                 self._loaded = self._load()
             return self._loaded
 
+    def describe(self) -> str:
+        """Where the jar loads from and what it can do there, in words (`sparkscope server check`)."""
+        where = self.load()
+        said = [f"{where}; protocol {PROTOCOL}"]
+        if self._hello.get("caller") is None:
+            said.append("this server does not say who calls, so any user may read what sparkscope keeps")
+        if not self._hello.get("sessions"):
+            said.append("this server does not list its sessions, so only a query's end ends its rows")
+        return "; ".join(said)
+
     @property
     def hello(self) -> dict[str, Any]:
         """What the jar said at the first call: its protocol, the caller it saw, whether it lists sessions."""

@@ -128,6 +128,14 @@ def _server_parser(sub: Any) -> None:
                                            "when something is missing, 2 when the server cannot be reached.")
     check.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
                        help="the server to check (default: SPARK_REMOTE, the profile, or the embedded server)")
+    _kept_parser(actions, formats)
+    actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
+    logs = actions.add_parser("logs", help="print the server log")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
+
+
+def _kept_parser(actions: Any, formats: argparse.ArgumentParser) -> None:
     kept = actions.add_parser("kept", parents=[formats],
                               help="what sparkscope keeps on a server (the embedded one, or --remote URL): the rows "
                                    "of bounded queries and the memory sources, with owner, state, rows and size",
@@ -140,10 +148,6 @@ def _server_parser(sub: Any) -> None:
     kept.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
                       help="the server to ask (default: SPARK_REMOTE, the profile, or the embedded server)")
     kept.add_argument("--free", action="store_true", help="free now what your user keeps there that nothing uses")
-    actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
-    logs = actions.add_parser("logs", help="print the server log")
-    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
 
 
 # options of ours that take a value: a value is never the script

@@ -1,8 +1,9 @@
 """Every delete and overwrite sparkscope makes goes through here, and nothing else in sparkscope deletes.
 
-A path is judged where it really is: `..` collapsed and symlinks followed first, so `~/x/..`, a relative `..` and
-a link to the home folder are all the home folder. A symlink itself is removed as a link, never its target. The
-guard refuses, with one line that names the path and why:
+A path is judged where the act lands: `..` collapsed and symlinks followed first, so `~/x/..`, a relative `..` and
+a link to the home folder are all the home folder. A delete of a symlink removes the link, never its target; a write
+through a symlink lands on its target, and is judged there; a write over a file with other names (hard links)
+changes them too, and is refused. The guard refuses, with one line that names the path and why:
 
 - `/` and every top-level folder of the system;
 - the home folder, the current folder, sparkscope's state, config and cache folders, and each of their ancestors
@@ -11,8 +12,13 @@ guard refuses, with one line that names the path and why:
   own folders (/etc, /usr, /boot …), and the hidden files and folders directly in the home folder (~/.profile,
   ~/.ssh, ~/.config …).
 
-A recursive delete stays on the filesystem it started on (as `rm --one-file-system`) and never follows a link.
-When part of a tree cannot be removed, the error says how much was removed and what was left.
+A recursive delete stays on the filesystem it started on (as `rm --one-file-system`) and never follows a link: it
+walks the tree through file descriptors (as shutil.rmtree does where it can), so a folder swapped for a link while
+it runs is never followed. When part of a tree cannot be removed, the error says how much was removed and what was
+left.
+
+Every write of sparkscope's own files goes through here too (write_text, open_file, open_fd): a test reads the
+package and finds no other place that opens a file to write, copies onto one, truncates or removes one.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable
+from typing import IO, Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +44,11 @@ SCRATCH_INSIDE_SYSTEM = ("/var/tmp", "/private/var/tmp", "/private/var/folders",
 def _real(path: str | os.PathLike[str]) -> Path:
     """Where `path` really is: absolute, `..` collapsed and every symlink followed."""
     return Path(os.path.realpath(os.fspath(path)))
+
+
+def lands(path: str | os.PathLike[str]) -> Path:
+    """Where a write to `path` lands: through every symlink (a dangling one too) to the file it names."""
+    return _real(os.path.join(os.getcwd(), os.fspath(path)))
 
 
 def where(path: str | os.PathLike[str]) -> Path:
@@ -82,9 +95,30 @@ def refusal(path: str | os.PathLike[str]) -> str | None:
     return judged[0] if judged else None
 
 
-def _judge(path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """(why the guard refuses `path`, what to do instead), or None when it may delete or overwrite it."""
-    target = where(path)
+WRITES = ("overwrite", "write", "append to", "copy onto", "touch")  # acts that land where a link points
+
+
+def _judge(path: str | os.PathLike[str], action: str = "delete") -> tuple[str, str] | None:
+    """(why the guard refuses to `action` `path`, what to do instead), or None when it may."""
+    if action not in WRITES:
+        return _judge_at(where(path))
+    target = lands(path)
+    judged = _judge_at(target)
+    if judged is not None:
+        return judged
+    try:
+        names = os.stat(target).st_nlink
+    except OSError:  # nothing there yet: a new file has no other names
+        return None
+    if names > 1 and not target.is_dir():
+        other = "name" if names == 2 else "names"
+        return (f"it has {names - 1} other {other} (hard links), which a write over it would change too",
+                "Remove this name first, then write the file anew")
+    return None
+
+
+def _judge_at(target: Path) -> tuple[str, str] | None:
+    """The decision for a path already resolved to where the act lands."""
     if len(target.parts) == 1:
         return "it is the root of the filesystem", INSIDE_IT
     for folder, what in _folders_that_hold_work():
@@ -105,15 +139,16 @@ def _judge(path: str | os.PathLike[str]) -> tuple[str, str] | None:
 
 
 def check(path: str | os.PathLike[str], action: str = "delete") -> Path:
-    """`path` as a delete or overwrite of it would act on it, or RefusedDelete saying why not."""
-    judged = _judge(path)
+    """Where `action` on `path` would act (the link itself for a delete or a move, what a write lands on for a
+    write), or RefusedDelete saying why not."""
+    judged = _judge(path, action)
+    real = lands(path) if action in WRITES else where(path)
     if judged is not None:
         why, hint = judged
         shown = os.fspath(path)
-        real = where(path)
         named = shown if shown == str(real) else f"{shown} ({real})"
         raise RefusedDelete(f"sparkscope will not {action} {named}: {why}", hint, data={"path": str(real)})
-    return where(path)
+    return real
 
 
 @dataclass
@@ -135,7 +170,7 @@ def remove_tree(path: str | os.PathLike[str]) -> Removal:
     if target.is_symlink() or not target.is_dir():
         _unlink(target, removal)
     else:
-        _remove_folder(target, os.lstat(target).st_dev, removal)
+        _remove_folder(target, removal)
     if removal.left:
         first, why = removal.left[0]
         more = f" and {len(removal.left) - 1:,} more" if len(removal.left) > 1 else ""
@@ -145,31 +180,83 @@ def remove_tree(path: str | os.PathLike[str]) -> Removal:
     return removal
 
 
-def _remove_folder(folder: Path, device: int, removal: Removal) -> None:
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _remove_folder(folder: Path, removal: Removal) -> None:
+    """Remove a folder's tree through file descriptors: each folder is opened without following a link, and its
+    entries are removed relative to it, so a link put in place of a folder mid-walk is removed, never followed."""
     try:
-        entries = list(os.scandir(folder))
+        fd = os.open(folder, _FOLDER_FLAGS)
     except OSError as exc:
         removal.failed(str(folder), exc)
         return
-    for entry in entries:
-        try:
-            is_folder = entry.is_dir(follow_symlinks=False)
-            other_filesystem = is_folder and entry.stat(follow_symlinks=False).st_dev != device
-        except OSError as exc:
-            removal.failed(entry.path, exc)
-            continue
-        if other_filesystem:
-            removal.failed(entry.path, "another filesystem is mounted there")
-        elif is_folder:
-            _remove_folder(Path(entry.path), device, removal)
-        else:
-            _unlink(Path(entry.path), removal)
+    try:
+        _empty(fd, str(folder), os.fstat(fd).st_dev, removal)
+    finally:
+        os.close(fd)
     try:
         os.rmdir(folder)
         removal.removed += 1
     except OSError as exc:
         if not removal.left:  # else it is not empty because of what was left: that is said already
             removal.failed(str(folder), exc)
+
+
+def _empty(fd: int, shown: str, device: int, removal: Removal) -> None:
+    """Remove everything in the folder open as `fd` (named `shown`), on `device` only."""
+    try:
+        entries = list(os.scandir(fd))
+    except OSError as exc:
+        removal.failed(shown, exc)
+        return
+    for entry in entries:
+        name, path = entry.name, os.path.join(shown, entry.name)
+        try:
+            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            removal.failed(path, exc)
+            continue
+        if not stat.S_ISDIR(status.st_mode):
+            _unlink_at(fd, name, path, removal)
+        elif status.st_dev != device:
+            removal.failed(path, "another filesystem is mounted there")
+        else:
+            _remove_subfolder(fd, name, path, status, removal)
+
+
+def _remove_subfolder(parent: int, name: str, path: str, status: os.stat_result, removal: Removal) -> None:
+    try:
+        fd = os.open(name, _FOLDER_FLAGS, dir_fd=parent)
+    except OSError as exc:  # a link swapped in for the folder: O_NOFOLLOW refuses it (ELOOP)
+        removal.failed(path, exc)
+        return
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (status.st_dev, status.st_ino):
+            removal.failed(path, "it changed while it was being removed")
+            return
+        _empty(fd, path, status.st_dev, removal)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=parent)
+        removal.removed += 1
+    except OSError as exc:
+        if not removal.left:
+            removal.failed(path, exc)
+
+
+def _unlink_at(fd: int, name: str, path: str, removal: Removal) -> None:
+    try:
+        os.unlink(name, dir_fd=fd)
+        removal.removed += 1
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        removal.failed(path, exc)
 
 
 def _unlink(path: Path, removal: Removal) -> None:
@@ -216,9 +303,8 @@ def move(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None
 
 
 def copy_file(source: str, target: str) -> str:
-    """Copy one file (with its times and mode) onto `target`, which is checked as an overwrite when it exists."""
-    if os.path.lexists(target):
-        check(target, "overwrite")
+    """Copy one file (with its times and mode) onto `target`, checked where the copy lands."""
+    check(target, "copy onto")
     return shutil.copy2(source, target)
 
 
@@ -230,8 +316,27 @@ def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) ->
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, opener: Callable[[str, int], int] | None = None) -> None:
-    """Write `text` to `path`, replacing it when it exists (checked as an overwrite first)."""
-    if os.path.lexists(path):
-        check(path, "overwrite")
-    with open(path, "w", encoding="utf-8", opener=opener) as handle:
+    """Write `text` to `path`, checked where the write lands (a link's target), replacing what it held."""
+    with open_file(path, "w", opener=opener) as handle:
         handle.write(text)
+
+
+def open_file(path: str | os.PathLike[str], mode: str, **options: Any) -> IO[Any]:
+    """`open(path, mode, …)` for writing ("w", "a", "x", with "b" or "+"), checked where the write lands."""
+    check(path, "append to" if "a" in mode else "overwrite")
+    if "b" not in mode:
+        options.setdefault("encoding", "utf-8")
+    return open(path, mode, **options)  # noqa: SIM115 - the caller closes it
+
+
+def touch(path: str | os.PathLike[str]) -> None:
+    """Set `path`'s modification time to now (a lock's heartbeat), checked where it lands."""
+    check(path, "touch")
+    os.utime(path)
+
+
+def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+    """`os.open(path, flags, mode)` for writing or creating (a lock, a log a process inherits), checked where the
+    write lands."""
+    check(path, "append to" if flags & os.O_APPEND else "overwrite")
+    return os.open(path, flags, mode)

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from . import delete_guard
 
 POLL_SECONDS = 0.05  # flock cannot be waited on with a deadline: it is tried again this often
 
@@ -24,7 +25,7 @@ class LockWaitExpired(Exception):
 def held(path: Path, timeout: float, on_wait: Callable[[float], None] | None = None) -> Iterator[None]:
     """Hold the lock of `path` (a 0600 file, made when missing) for the block. While another process holds it,
     wait up to `timeout` seconds, calling `on_wait(seconds waited)` each time round; then LockWaitExpired."""
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = delete_guard.open_fd(path, os.O_CREAT | os.O_RDWR)
     try:
         begin = time.monotonic()
         while True:

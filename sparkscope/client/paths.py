@@ -35,14 +35,14 @@ def private_dir(path: Path) -> Path:
 def write_private(path: Path, text: str) -> None:
     """Replace `path` atomically with `text`, mode 0600 from the first byte (it may hold a secret)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    from . import delete_guard  # paths is imported by everything; the guard is needed when a file is written
+
+    fd = delete_guard.open_fd(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY)
     try:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
     os.chmod(tmp, 0o600)
-    from . import delete_guard  # paths is imported by everything; the guard is needed when a file is written
-
     delete_guard.replace(tmp, path)
 
 
@@ -73,8 +73,9 @@ def server_config_dir() -> Path:
 
 def private_file(path: Path) -> Path:
     """Create `path` (if needed) with mode 0600 and return it; for files that may hold secrets."""
+    from . import delete_guard
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
-    os.close(fd)
+    os.close(delete_guard.open_fd(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY))
     os.chmod(path, 0o600)
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import datetime as _dt
 from datetime import tzinfo
 import json
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from . import delete_guard
 
 EXPORT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv")
 
@@ -46,8 +48,9 @@ class Rows:
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
 
 
-def export_path(path: str | Path) -> Path:
-    """Check an export file name: its suffix says the format (JSON lines or CSV), its folder exists."""
+def export_path(path: str | Path, *, replace: bool = False) -> Path:
+    """Check an export file name: its suffix says the format (JSON lines or CSV), its folder exists, and it names no
+    file already there unless `replace` (the guard then judges where the write lands: through a link, its target)."""
     from .errors import ConfigError
 
     target = Path(path).expanduser()
@@ -56,30 +59,34 @@ def export_path(path: str | Path) -> Path:
                           "Name the file .jsonl (JSON lines) or .csv")
     if not target.parent.is_dir():
         raise ConfigError(f"The folder {target.parent} does not exist", "Create it or pick another path")
+    if os.path.lexists(target) and not replace:
+        raise ConfigError(f"{target} exists", "Pass replace=True to write over it, or pick another name",
+                          code="export_exists", data={"path": str(target)})
     return target
 
 
-def open_export(path: str | Path) -> IO[str]:
-    """The export file, opened for writing (after export_path's checks); one clear error when the
-    system refuses it (a folder that cannot be written, a full disk, a name that is a folder)."""
+def open_export(path: str | Path, *, replace: bool = False) -> IO[str]:
+    """The export file, opened for writing (after export_path's checks, and the delete guard's); one clear error
+    when the system refuses it (a folder that cannot be written, a full disk, a name that is a folder)."""
     from .errors import ConfigError
 
-    target = export_path(path)
+    target = export_path(path, replace=replace)
     try:
-        return target.open("w", newline="")
+        return delete_guard.open_file(target, "w", newline="")
     except OSError as exc:
         raise ConfigError(f"Cannot write {target}: {exc.strerror or exc}",
                           "Pick a path in a folder you can write to") from None
 
 
-def write_rows(rows: Rows, path: str | Path) -> int:
-    """Write rows as JSON lines or CSV (by the file's suffix); returns the row count."""
+def write_rows(rows: Rows, path: str | Path, *, replace: bool = False) -> int:
+    """Write rows as JSON lines or CSV (by the file's suffix); returns the row count. A file already there is
+    written over only with `replace`."""
     def plain(value: Any) -> Any:
         if isinstance(value, (_dt.date, _dt.datetime)):
             return value.isoformat()
         return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
 
-    with open_export(path) as out:
+    with open_export(path, replace=replace) as out:
         if Path(out.name).suffix.lower() == ".csv":
             writer = csv.writer(out)
             writer.writerow(rows.columns)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..client.paths import state_dir
 from ..client.secrets import redact
+from ..client import delete_guard
 
 LOG_NAME = "client.log"
 _THIRD_PARTY = ("pyspark", "py4j", "grpc")
@@ -37,7 +38,7 @@ def client_log() -> Path:
 
 def _file_handler() -> logging.Handler:
     path = client_log()
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    os.close(delete_guard.open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(_Redacting("%(asctime)s %(name)s %(levelname)s %(message)s"))
     return handler
@@ -94,7 +95,7 @@ def quiet_pyspark_loggers() -> None:
 
 def quiet_stderr() -> None:
     """Send what C code writes to fd 2 to the client log; Python's sys.stderr keeps the terminal."""
-    log = os.open(str(client_log()), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log = delete_guard.open_fd(client_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     saved = os.dup(2)
     os.dup2(log, 2)
     os.close(log)

@@ -32,7 +32,8 @@ class Executor:
                  interactive: bool = False, confirm: Callable[[str], bool] | None = None, warm: bool = True):
         self.holder = SessionHolder(out, err, interactive)
         self.fmt = fmt
-        self.confirm = confirm or (lambda question: False)
+        self.ask: Callable[[str], bool] = confirm or (lambda question: False)  # the terminal's question
+        self.asking = threading.Event()  # set while a question waits for its answer: no timer prints into it
         self.last_traceback: str | None = None
         self.debug = False  # --debug: every error's full traceback before its line (:trace shows the last one)
         self.exit_requested = False
@@ -49,6 +50,15 @@ class Executor:
         self.namespace["exit"] = self.namespace["quit"] = Leave()
         if warm:
             self.warm_up()
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question (False in scripts). While it waits, the command's "still running" timer is
+        quiet, and it counts again from the answer."""
+        self.asking.set()
+        try:
+            return self.ask(question)
+        finally:
+            self.asking.clear()
 
     def warm_up(self) -> None:
         """Load the colon commands and the namespace's Databricks names. The REPL does it on the main thread

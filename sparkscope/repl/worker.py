@@ -82,9 +82,11 @@ def command_timeout() -> float | None:
 
 
 class CommandRunner(CommandContext, Protocol):
-    """The executor, as the worker sees it: the one who starts each command's cancel event."""
+    """The executor, as the worker sees it: the one who starts each command's cancel event, and who says when a
+    question waits for the user."""
 
     cancelled: threading.Event
+    asking: threading.Event
 
 
 def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: float | None = None,
@@ -129,6 +131,10 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
     told = not ctx.interactive
     try:
         while not call.wait(0.05):
+            if ctx.asking.is_set():  # a question [y/N] waits: the user, not the server, is slow
+                started = time.monotonic()
+                ends = started + deadline if deadline else None
+                continue
             if not told and time.monotonic() - started > SLOW_NOTICE:
                 told = True  # say once that Ctrl-C is safe, like psql's cancel hint
                 ctx.err.write(STILL_RUNNING + "\n")

@@ -110,7 +110,7 @@ class ClassCache:
             if time.time() - lock.stat().st_mtime > ABANDONED_AFTER:
                 delete_guard.remove_file(lock)
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = delete_guard.open_fd(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except OSError:
             return None  # one is recording now
         env = {**os.environ, CACHE_ENV: str(self.folder), RECORD_ENV: "1"}

@@ -38,7 +38,7 @@ def wait_until_idle(pid: int, lock: Path) -> None:
     deadline = time.monotonic() + MAX_WAIT
     while time.monotonic() < deadline:
         time.sleep(IDLE_WINDOW)
-        lock.touch()
+        delete_guard.touch(lock)
         now = cpu_seconds(pid)
         if now is None or now - before < IDLE_SHARE * IDLE_WINDOW:
             return

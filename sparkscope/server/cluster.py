@@ -25,6 +25,7 @@ from .ports import usable_port
 from .processes import child_exited, is_ours, kill
 from .sizing import check_workers
 from .spark_install import pyspark_home
+from ..client import delete_guard
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -158,7 +159,7 @@ def start_cluster(home: Path, workers: int, *, cores: int | None, memory: str, e
 def _launch(folder: Path, role: str, cmd: list[str], port: int, webui_port: int, env: dict[str, str],
             name: str | None = None) -> Member:
     log_path = folder / f"{name or role}.log"
-    log = open(log_path, "ab")  # noqa: SIM115 - handed to the process as its stdout
+    log = delete_guard.open_file(log_path, "ab")  # handed to the process as its stdout
     os.chmod(log_path, 0o600)
     started = time.time()
     try:

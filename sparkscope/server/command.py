@@ -38,6 +38,8 @@ def spark_submit(*, port: int, master: str, conf: dict[str, str], driver_memory:
         "spark.app.name": "sparkscope-connect",
     }
     settings.update(conf)
+    for unset in [key for key, value in conf.items() if value == ""]:  # --conf KEY= unsets a default of ours
+        settings.pop(unset)
     # sparkscope's classes (its default sink, the memory source of its tests), for every session and every executor;
     # added by the application's class loader, so the JVM's own class path (and its class archive) stays the same
     settings["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars", ""), str(SPARKSCOPE_JAR)]))

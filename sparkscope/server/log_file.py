@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..client.errors import ServerError, ServerOutOfMemory
 from ..client.secrets import redact, remember_secret
+from ..client import delete_guard
 
 START_MARKER = "== sparkscope started the server at"  # written to the log before each start
 _OOM_EXIT = re.compile(r"Terminating due to java\.lang\.OutOfMemoryError: ([^\n]+)")
@@ -39,7 +40,7 @@ class ServerLog:
 
     def start_marker(self) -> int:
         """Mark a new start in the log; the offset its lines begin at."""
-        with open(self.path, "ab") as log:
+        with delete_guard.open_file(self.path, "ab") as log:
             self.path.chmod(0o600)
             log.write(f"{START_MARKER} {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
             return log.tell()

@@ -47,7 +47,7 @@ def spark_home(state: Path) -> Path:
     for entry in source.iterdir():
         if entry.name != "python":
             (building / entry.name).symlink_to(entry)
-    (building / ".pyspark").write_text(str(source))
+    delete_guard.write_text(building / ".pyspark", str(source))
     if os.path.lexists(home):  # links only, or an earlier pyspark's
         delete_guard.remove_tree(home)
     try:

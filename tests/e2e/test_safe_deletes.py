@@ -117,3 +117,59 @@ def test_scripts_run_as_python_runs_them(remote_url, tmp_path):
         assert (ran.returncode, ran.stdout, ran.stderr) == (0, said, ""), name
     ran = run_sparkscope("--remote", remote_url, "-c", "import sys; print(repr(sys.path[0]))")
     assert (ran.returncode, ran.stdout) == (0, "''\n"), ran.stderr
+
+
+def test_a_write_through_a_link_is_judged_where_it_lands(remote_url, home):
+    """A link in the work folder that points at ~/.profile: each write through it would have replaced .profile (a
+    direct write to .profile was already refused). Exports are judged the same way, and never replace a file
+    without --force."""
+    work = home / "work"
+    (work / "out.txt").symlink_to(home / ".profile")
+    (work / "a.txt").write_text("a\n")
+    (work / "ex").mkdir()
+    (work / "ex" / "link.csv").symlink_to(home / ".profile")
+    (work / "kept.csv").write_text("mine\n")
+    shell = Repl(spawn("--remote", remote_url, env={"HOME": str(home)}, cwd=str(work)))
+    lands = (f"{work}/out.txt ({home}/.profile): it is a hidden file or folder of your home folder, where programs "
+             "keep their settings. sparkscope leaves it alone; if it must go, remove it yourself, outside sparkscope.")
+    try:
+        shell.prompt()
+        assert last(shell, "dbutils.fs.put('out.txt', 'x', True)") == f"error: sparkscope will not overwrite {lands}"
+        assert last(shell, "dbutils.fs.cp('a.txt', 'out.txt', True)") == f"error: sparkscope will not copy onto {lands}"
+        assert last(shell, "%fs put -f out.txt replaced") == f"error: sparkscope will not overwrite {lands}"
+        assert "Started q" in shell.run(":start q ss.source.rate(5)")
+        shell.run(":await q --timeout 3")
+        assert last(shell, ":peek q --export ex/link.csv --force") == (
+            f"error: sparkscope will not overwrite ex/link.csv ({home}/.profile): it is a hidden file or folder "
+            "of your home folder, where programs keep their settings. sparkscope leaves it alone; if it must go, "
+            "remove it yourself, outside sparkscope.")
+        assert last(shell, f":progress q --export {home}/.hidden.jsonl") == (
+            f"error: sparkscope will not overwrite {home}/.hidden.jsonl: it is a hidden file or folder of your home "
+            "folder, where programs keep their settings. sparkscope leaves it alone; if it must go, remove it "
+            "yourself, outside sparkscope.")
+        shell.child.send(":peek q --export kept.csv\r")
+        shell.child.expect(r"kept\.csv exists\. Write over it\? \[y/N\]", timeout=60)
+        shell.child.send("n\r")
+        assert shell.prompt().strip().splitlines()[-1] == (
+            "error: kept.csv exists. Add --force to write over it, or pick another name.")
+        assert (work / "kept.csv").read_text() == "mine\n"
+        assert last(shell, ":peek q 3 --export kept.csv --force") == "Wrote 3 rows to kept.csv"
+        assert (work / "kept.csv").read_text().startswith("timestamp,value\n")
+        shell.run(":stop q")
+    finally:
+        shell.child.sendcontrol("d")
+        shell.child.expect(["Stop", "\\$", r"\Z"], timeout=30)
+    assert (home / ".profile").read_text() == "export KEEP=1\n" and not (home / ".hidden.jsonl").exists()
+
+
+def test_a_script_s_export_never_replaces_a_file_without_force(remote_url, home):
+    work = home / "work"
+    (work / "kept.jsonl").write_text("mine\n")
+    script = work / "export.sps"
+    script.write_text("spark.range(3).createOrReplaceTempView('three')\n:sql SELECT * FROM three\n"
+                      ":start r ss.source.rate(5)\n:await r --timeout 3\n:peek r 2 --export kept.jsonl\n")
+    done = run_sparkscope("--remote", remote_url, "-f", str(script), env={"HOME": str(home)}, cwd=str(work))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-2:] == ["error: kept.jsonl exists. Add --force to write over it, or pick another "
+                                             "name.", "Stopped r."]  # the script's end stops what it started
+    assert (work / "kept.jsonl").read_text() == "mine\n"

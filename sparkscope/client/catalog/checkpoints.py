@@ -53,7 +53,7 @@ def make_fresh(path: str, query: str) -> None:
     """Make the checkpoint folder `path` (of this machine) for a new query, with sparkscope's marker in it."""
     folder = Path(path.removeprefix("file:"))
     folder.mkdir(parents=True, exist_ok=False, mode=0o700)
-    (folder / MARKER).write_text(json.dumps({"query": query, "made": time.time()}) + "\n")
+    delete_guard.write_text(folder / MARKER, json.dumps({"query": query, "made": time.time()}) + "\n")
 
 
 def made_by_sparkscope(path: str, root: str | None) -> bool:

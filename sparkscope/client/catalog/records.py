@@ -122,7 +122,7 @@ class Catalog:
 
     def _open(self) -> sqlite3.Connection:
         if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.close(delete_guard.open_fd(self.path, os.O_CREAT | os.O_WRONLY))
         db = sqlite3.connect(self.path, timeout=10)
         try:
             db.executescript(SCHEMA)

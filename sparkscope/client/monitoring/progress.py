@@ -179,11 +179,12 @@ CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_se
                "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark", "offsets_behind")
 
 
-def write_history(history: list[Progress], path: str | Path) -> int:
-    """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count."""
+def write_history(history: list[Progress], path: str | Path, *, replace: bool = False) -> int:
+    """Write progress history as JSON lines (.jsonl/.ndjson/.json) or CSV (.csv); returns the row count. A file
+    already there is written over only with `replace`."""
     from ..rows import open_export
 
-    with open_export(path) as out:
+    with open_export(path, replace=replace) as out:
         suffix = Path(out.name).suffix.lower()
         if suffix == ".csv":
             writer = csv.writer(out)

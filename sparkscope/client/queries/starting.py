@@ -50,6 +50,16 @@ def not_a_dataframe(value: Any) -> ConfigError:
                        code="not_a_dataframe")
 
 
+def _check_bounded_options(sink: str | None, keep: object, grace: object) -> None:
+    """keep and grace are the bounded sink's: refused with any other sink."""
+    if keep is not None and sink not in (None, BOUNDED):
+        raise ConfigError(f"Only the bounded sink takes keep, not the {sink} sink", "Leave out the sink, or keep",
+                          code="keep_needs_bounded")
+    if grace is not None and sink not in (None, BOUNDED):
+        raise ConfigError(f"Only the bounded sink takes grace, not the {sink} sink",
+                          "Leave out the sink, or grace", code="grace_needs_bounded")
+
+
 @dataclass(frozen=True)
 class CheckpointUser:
     """A query running on a checkpoint just before another query started on it."""
@@ -97,10 +107,7 @@ class QueryStarter:
         check_name(name)
         if foreach_batch is not None:
             sink = "foreach_batch"
-        if (keep is not None or grace is not None) and sink not in (None, BOUNDED):
-            given = "keep" if keep is not None else "grace"
-            raise ConfigError(f"Only the bounded sink takes {given}, not the {sink} sink",
-                              f"Leave out the sink, or {given}", code=f"{given}_needs_bounded")
+        _check_bounded_options(sink, keep, grace)
         retention = parse_keep(keep, grace)
         if sink is not None:
             check_sink(sink)

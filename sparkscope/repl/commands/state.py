@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...client.rows import export_path, write_rows
+from ...client.rows import write_rows
 from ...client.state.store import fetch_state
-from .streams import int_option
+from .streams import export_target, int_option
 from .registry import Arg, Complete, Options, UsageError, command, flag, valued
 from ..output.results import Block, Message, Result, Table
 
@@ -26,8 +26,9 @@ def _table(ctx: CommandContext, name: str, df: Any, opts: Options, what: str) ->
         df = df.where(str(opts.text("where")))
     limit = int_option(opts.text("limit"), "rows", minimum=1) if "limit" in opts else STATE_ROWS
     if opts.text("export"):
-        target = export_path(str(opts.text("export")))
-        count = write_rows(fetch_state(ctx.session, name, df, limit if "limit" in opts else 10**9), target)
+        target = export_target(ctx, opts)
+        count = write_rows(fetch_state(ctx.session, name, df, limit if "limit" in opts else 10**9), target,
+                           replace=True)
         return Message(f"Wrote {count:,} row{'s' if count != 1 else ''} of {what} to {target}",
                        {"rows": count, "path": str(target)})
     rows = fetch_state(ctx.session, name, df, min(limit, STATE_MAX) + 1)
@@ -59,7 +60,7 @@ def _info(ctx: CommandContext, name: str) -> Result:
          args=(Arg("NAME", complete=Complete.QUERY),),
          options=(valued("batch", "N"), valued("operator", "ID"), valued("store", "NAME"), valued("var", "NAME"),
                   valued("where", "EXPR"), valued("limit", "N"), valued("export", "FILE.csv|FILE.jsonl"),
-                  flag("info"), flag("changes"), valued("from", "N"), valued("to", "M"), flag("timers")))
+                  flag("force"), flag("info"), flag("changes"), valued("from", "N"), valued("to", "M"), flag("timers")))
 def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     name = args[0]
     if opts.flag("info"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation, call
@@ -31,6 +33,18 @@ def int_option(value: object, what: str, minimum: int = 0) -> int:
     if number < minimum:
         raise UsageError(f"'{value}' is not a number of {what}", f"Give a whole number of {what}, {minimum} or more")
     return number
+
+
+def export_target(ctx: CommandContext, opts: Options) -> Path:
+    """The file --export names, checked: its format and folder, and a file already there written over only with
+    --force or after a yes in the terminal (the delete guard then judges where the write lands)."""
+    from ...client.rows import export_path
+
+    target = export_path(str(opts.text("export")), replace=True)
+    if os.path.lexists(target) and not opts.flag("force") and not ctx.confirm(
+            f"{target} exists. Write over it? [y/N] "):
+        raise UsageError(f"{target} exists", "Add --force to write over it, or pick another name")
+    return target
 
 
 def float_option(value: object, what: str) -> float:
@@ -130,7 +144,8 @@ def _continuous_note(query: Query) -> str:
 
 @command("progress", "Show the latest progress of one or all queries (or charts of it, or write it to a file)",
          args=(Arg("NAME", optional=True, complete=Complete.QUERY),),
-         options=(flag("json"), valued("last", "N"), flag("chart"), valued("export", "FILE.jsonl|FILE.csv")))
+         options=(flag("json"), valued("last", "N"), flag("chart"), valued("export", "FILE.jsonl|FILE.csv"),
+                  flag("force")))
 def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
     last = int_option(opts.text("last"), "batches") if "last" in opts else None
@@ -141,11 +156,11 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         query = session.query(args[0])
         history = session.monitor.history(query.id) or query.history
         history = history[-last:] if last else history
-        export = opts.text("export")
-        if export is not None:
-            count = write_history(history, export)
-            return Message(f"Wrote {count} batch{'es' if count != 1 else ''} of {query.name} to {export}",
-                           {"batches": count, "path": export})
+        if "export" in opts:
+            target = export_target(ctx, opts)
+            count = write_history(history, target, replace=True)
+            return Message(f"Wrote {count} batch{'es' if count != 1 else ''} of {query.name} to {target}",
+                           {"batches": count, "path": str(target)})
         return Block(progress_charts(query.name, history), data=[p.raw for p in history])
     if args:
         targets = [session.query(args[0])]
@@ -174,17 +189,17 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 @command("peek", "Show (or export) rows of a query's sink; filter, order and limit run on the server",
          args=(Arg("NAME", complete=Complete.QUERY), Arg("N", optional=True)),
          options=(valued("where", "EXPR"), valued("order", "\"COL [desc],…\""), flag("vertical"),
-                  valued("export", "FILE.csv|FILE.jsonl")))
+                  valued("export", "FILE.csv|FILE.jsonl"), flag("force")))
 def peek(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    from ...client.rows import export_path, write_rows
+    from ...client.rows import write_rows
 
     n = int_option(args[1], "rows") if len(args) > 1 else 20
     order_text = opts.text("order")
     order = [c.strip() for c in order_text.split(",")] if order_text else None
     if opts.text("export"):
-        target = export_path(str(opts.text("export")))
+        target = export_target(ctx, opts)
         rows = ctx.session.peek(args[0], n, where=opts.text("where"), order_by=order)
-        count = write_rows(rows, target)
+        count = write_rows(rows, target, replace=True)
         return Message(f"Wrote {count:,} row{'s' if count != 1 else ''} to {target}", {"rows": count,
                                                                                        "path": str(target)})
     shown = min(n, PEEK_MAX)  # the terminal, and the REPL's memory, stay small whatever N is

@@ -211,7 +211,7 @@ class Shell:
             mouse_support=False,
         )
         self.executor.vi_mode = bool(repl_setting("vi"))
-        self.executor.confirm = self._confirm
+        self.executor.ask = self._confirm
         # the toolbar follows the state at once (connected, query started, stopped, failed), not on a key
         self.executor.holder.on_state_change(self.prompt.app.invalidate)
         self._plain: tuple[AbovePlainPrompt, AbovePlainPrompt] | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -103,14 +104,14 @@ def test_a_partial_delete_says_what_was_removed_and_what_was_left(home, monkeypa
     """As root every unlink succeeds, so the failure is the filesystem's answer for one file, stood in for."""
     tree = home / "work" / "data"
     (tree / "sub" / "g.txt").write_text("y")
-    real_unlink = Path.unlink
+    real_unlink = os.unlink
 
-    def unlink(self, missing_ok=False):
-        if self.name == "f.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_unlink(self, missing_ok=missing_ok)
+    def unlink(path, *, dir_fd=None):
+        if os.path.basename(path) == "f.txt":
+            raise PermissionError(13, "Permission denied", path)
+        return real_unlink(path, dir_fd=dir_fd)
 
-    monkeypatch.setattr(Path, "unlink", unlink)
+    monkeypatch.setattr(os, "unlink", unlink)
     with pytest.raises(FileOperationFailed) as failed:
         delete_guard.remove_tree(tree)
     assert str(failed.value) == (f"Removed 1 files and folders of {tree}, but could not remove {tree}/sub/f.txt "
@@ -123,7 +124,7 @@ def test_overwrites_moves_and_copies_are_checked_at_both_ends(home):
     data = home / "work" / "data"
     with pytest.raises(RefusedDelete, match="will not overwrite .*/.profile"):
         delete_guard.write_text(home / ".profile", "x")
-    with pytest.raises(RefusedDelete, match="will not overwrite .*/.profile"):
+    with pytest.raises(RefusedDelete, match="will not copy onto .*/.profile"):
         delete_guard.copy_file(str(data / "sub" / "f.txt"), str(home / ".profile"))
     with pytest.raises(RefusedDelete, match="will not move .* it is your home folder"):
         delete_guard.move(home, home.parent / "elsewhere")
@@ -134,24 +135,140 @@ def test_overwrites_moves_and_copies_are_checked_at_both_ends(home):
     assert (home / "work" / "copy" / "sub" / "f.txt").read_text() == "x"
 
 
-def test_every_delete_in_sparkscope_goes_through_the_guard():
-    """os's and shutil's deletes, moves and renames, and a path's unlink, rmdir, rename and replace: called nowhere in
-    the package but in the guard (a text's replace(old, new) takes two arguments, a path's one)."""
-    module_calls = {"os": {"remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace"},
-                    "shutil": {"rmtree", "move"}}
+def test_a_write_through_a_link_is_judged_where_it_lands(home):
+    """A link in the user's own tree that points at ~/.profile: a write through it would replace .profile."""
+    data = home / "work" / "data"
+    (data / "out.txt").symlink_to(home / ".profile")
+    (data / "notes.txt").write_text("old")
+    (data / "to-notes.txt").symlink_to(data / "notes.txt")
+    for write in (lambda: delete_guard.write_text(data / "out.txt", "x"),
+                  lambda: delete_guard.copy_file(str(data / "sub" / "f.txt"), str(data / "out.txt")),
+                  lambda: delete_guard.open_file(data / "out.txt", "a"),
+                  lambda: delete_guard.open_fd(data / "out.txt", os.O_WRONLY | os.O_TRUNC)):
+        with pytest.raises(RefusedDelete) as refused:
+            write()
+        assert str(refused.value).startswith("sparkscope will not ")
+        assert f"{data / 'out.txt'} ({home / '.profile'}): it is a hidden file or folder of your home" in str(
+            refused.value)
+    assert (home / ".profile").read_text() == "export A=1\n"
+    delete_guard.write_text(data / "to-notes.txt", "new")  # a link to a file of the tree: written where it points
+    assert (data / "notes.txt").read_text() == "new" and (data / "to-notes.txt").is_symlink()
+    delete_guard.remove_file(data / "out.txt")  # a delete of the link removes the link, never .profile
+    assert (home / ".profile").read_text() == "export A=1\n"
+
+
+def test_a_write_over_a_file_with_other_names_is_refused(home):
+    data = home / "work" / "data"
+    os.link(home / ".profile", data / "profile-too")  # a hard link: the same file under another name
+    with pytest.raises(RefusedDelete) as refused:
+        delete_guard.write_text(data / "profile-too", "x")
+    assert str(refused.value) == (f"sparkscope will not overwrite {data / 'profile-too'}: it has 1 other name "
+                                  "(hard links), which a write over it would change too. Remove this name first, "
+                                  "then write the file anew.")
+    assert (home / ".profile").read_text() == "export A=1\n"
+
+
+def test_a_folder_swapped_for_a_link_while_its_tree_is_removed_is_never_followed(home, monkeypatch):
+    data = home / "work" / "data"
+    outside = home / "work" / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    real_open = os.open
+
+    def swapping_open(path, flags, mode=0o777, *, dir_fd=None):
+        if path == "sub" and dir_fd is not None:  # between the walk's look at `sub` and its opening of it
+            shutil.rmtree(data / "sub")
+            (data / "sub").symlink_to(outside)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    with pytest.raises(FileOperationFailed, match=f"could not remove {data / 'sub'}"):
+        delete_guard.remove_tree(data)
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+# Every way Python writes over or removes a file: module functions (by module), methods (by name), and the open
+# calls whose mode or flags write. delete_guard.py is where they may be called.
+_MODULE_CALLS = {"os": {"remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace", "truncate"},
+                 "shutil": {"rmtree", "move", "copy", "copy2", "copyfile", "copytree", "copymode", "copystat",
+                            "copyfileobj"}}
+_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes", "touch"}
+_WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
+
+
+def _writes(node: ast.Call) -> bool:
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "delete_guard":
+        return False  # the guard's own, which check first
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in _MODULE_CALLS:
+        if func.attr in _MODULE_CALLS[func.value.id]:
+            return True
+        if (func.value.id, func.attr) == ("os", "open"):
+            path = node.args[0] if node.args else None
+            devnull = isinstance(path, ast.Attribute) and path.attr == "devnull"
+            flags = {name.attr for name in ast.walk(node) if isinstance(name, ast.Attribute)}
+            return not devnull and bool(flags & _WRITE_FLAGS)
+        return False
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name in _METHODS:
+        return True
+    if name == "replace":  # a path's replace(target); a text's takes two, dataclasses.replace(obj, **changes) keywords
+        return isinstance(func, ast.Attribute) and len(node.args) == 1 and not node.keywords
+    if name != "open":
+        return False
+    builtin = isinstance(func, ast.Name) or (isinstance(func.value, ast.Name) and func.value.id in ("io", "builtins"))
+    at = 1 if builtin else 0  # open(path, mode, …), path.open(mode, …)
+    given = node.args[at] if len(node.args) > at else next((k.value for k in node.keywords if k.arg == "mode"), None)
+    if given is None:
+        return False
+    literal = isinstance(given, ast.Constant) and isinstance(given.value, str)
+    if not literal:  # open(path, a_mode) may write; Session.open(target) is not a file's open
+        return builtin or any(k.arg == "mode" for k in node.keywords)
+    return bool(set(given.value) & set("wax+"))
+
+
+def destructive_calls(source: str, filename: str = "<source>") -> list[str]:
+    """Each place in `source` that writes over or removes a file, or imports a way to do it under another name."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Call) and _writes(node):
+            found.append(f"{filename}:{node.lineno} {ast.unparse(node.func)}(…)")
+        elif isinstance(node, ast.ImportFrom) and node.module in _MODULE_CALLS:
+            found += [f"{filename}:{node.lineno} from {node.module} import {alias.name}" for alias in node.names
+                      if alias.name in _MODULE_CALLS[node.module] | {"open", "*"}]
+        elif isinstance(node, ast.Import):
+            found += [f"{filename}:{node.lineno} import {alias.name} as {alias.asname}" for alias in node.names
+                      if alias.name in _MODULE_CALLS and alias.asname]
+    return found
+
+
+@pytest.mark.parametrize("source", [
+    "open(p, 'w')", "open(p, mode='a')", "open(p, 'r+')", "open(p, 'xb')", "open(p, chosen)", "io.open(p, 'w')",
+    "Path(p).open('w')", "p.open(mode='wb')", "os.open(p, os.O_WRONLY | os.O_CREAT)", "os.open(p, os.O_RDWR)",
+    "p.write_text('x')", "p.write_bytes(b'x')", "p.touch()", "p.unlink()", "p.rmdir()", "p.rename(q)",
+    "p.replace(q)", "os.truncate(p, 0)", "os.remove(p)", "os.replace(p, q)", "shutil.copy(p, q)",
+    "shutil.copy2(p, q)", "shutil.copyfile(p, q)", "shutil.copytree(p, q)", "shutil.rmtree(p)", "shutil.move(p, q)",
+    "from os import remove", "from shutil import rmtree", "from os import *", "import os as system",
+    "import shutil as sh",
+])
+def test_the_scan_finds_each_way_to_write_over_or_remove_a_file(source):
+    assert len(destructive_calls(source)) == 1
+
+
+@pytest.mark.parametrize("source", [
+    "open(p)", "open(p, 'r')", "open(p, 'rb')", "p.open()", "text.replace('a', 'b')", "os.open(os.devnull, os.O_WRONLY)",
+    "os.open(p, os.O_RDONLY)", "os.path.exists(p)", "import os", "from os import path", "Session.open(target)",
+    "dataclasses.replace(record, state='lost')", "replace(record, state='lost')", "delete_guard.write_text(p, 'x')",
+])
+def test_the_scan_leaves_reads_alone(source):
+    assert destructive_calls(source) == []
+
+
+def test_every_write_and_delete_in_sparkscope_goes_through_the_guard():
+    """Every way Python writes over or removes a file (the two tests above show the scan finds each): called
+    nowhere in the package but in the guard."""
     found = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "delete_guard.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                continue
-            owner, name = node.func.value, node.func.attr
-            module = owner.id if isinstance(owner, ast.Name) and owner.id in module_calls else None
-            if module is not None:
-                deletes = name in module_calls[module]
-            else:
-                deletes = name in ("unlink", "rmdir", "rename") or (name == "replace" and len(node.args) == 1)
-            if deletes:
-                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {ast.unparse(node.func)}(…)")
+        if path.name != "delete_guard.py":
+            found += destructive_calls(path.read_text(), str(path.relative_to(PACKAGE.parent)))
     assert found == []

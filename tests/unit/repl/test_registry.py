@@ -61,7 +61,7 @@ def test_usage_is_generated_from_what_the_parser_accepts():
     registry, _ = _commands()
     assert registry.usage("stop") == ":stop [NAME] [--all]"
     assert registry.usage("start") == (
-        ":start NAME [EXPR] [--sink bounded|memory|console|table|kafka|parquet|json|csv|orc|text] [--keep N|TIME] "
+        ":start NAME [EXPR] [--sink bounded|memory|console|table|kafka|parquet|json|csv|orc|text] [--keep N|TIME] [--grace TIME] "
         "[--path P] [--table T] "
         "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
         "[--option k=v]…")

@@ -29,7 +29,8 @@ def test_ctrl_c_that_comes_after_the_cell_finished_says_so_and_keeps_its_result(
     from sparkscope.repl.worker import FINISHED_FIRST, STILL_RUNNING, run_in_worker
     from tests.helpers import wait_for
 
-    ctx = SimpleNamespace(session_or_none=lambda: None, interactive=True, err=io.StringIO(), cancelled=None)
+    ctx = SimpleNamespace(session_or_none=lambda: None, interactive=True, err=io.StringIO(), cancelled=None,
+                          asking=threading.Event())
 
     def cell() -> str:
         # once the main thread waits on it (the fact: it said the cell still runs), Ctrl-C, seen by the main thread
@@ -41,3 +42,31 @@ def test_ctrl_c_that_comes_after_the_cell_finished_says_so_and_keeps_its_result(
     assert threading.current_thread() is threading.main_thread()
     assert run_in_worker(ctx, cell, user_code=True) == "its value"
     assert ctx.err.getvalue() == f"{STILL_RUNNING}\n{FINISHED_FIRST}\n"
+
+
+def test_no_timer_prints_into_a_question_and_it_counts_again_from_the_answer(monkeypatch):
+    """`:restart --fresh` asks [y/N] inside its command: the user is slow, not the server, so "(still running…)"
+    must not land on the question's line; once answered, the command is timed afresh."""
+    import io
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from sparkscope.repl import worker
+
+    monkeypatch.setattr(worker, "SLOW_NOTICE", 0.05)
+    ctx = SimpleNamespace(session_or_none=lambda: None, interactive=True, err=io.StringIO(), cancelled=None,
+                          asking=threading.Event())
+    said_while_asking: list[str] = []
+
+    def command() -> str:
+        ctx.asking.set()  # as Executor.confirm does around the question
+        asked = time.monotonic()
+        while time.monotonic() - asked < 20 * worker.SLOW_NOTICE:  # a slow answer: ten notices' worth of time
+            time.sleep(0.01)
+        said_while_asking.append(ctx.err.getvalue())
+        ctx.asking.clear()
+        return "answered"
+
+    assert worker.run_in_worker(ctx, command) == "answered"
+    assert said_while_asking == [""] and ctx.err.getvalue() == ""  # it ended before the notice's time came again

@@ -126,24 +126,8 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
         return not call.wait(CANCEL_WAIT)
 
     call: Call[Any] = Call(tagged, "sparkscope-command")
-    started = time.monotonic()
-    ends = started + deadline if deadline else None
-    told = not ctx.interactive
     try:
-        while not call.wait(0.05):
-            if ctx.asking.is_set():  # a question [y/N] waits: the user, not the server, is slow
-                started = time.monotonic()
-                ends = started + deadline if deadline else None
-                continue
-            if not told and time.monotonic() - started > SLOW_NOTICE:
-                told = True  # say once that Ctrl-C is safe, like psql's cancel hint
-                ctx.err.write(STILL_RUNNING + "\n")
-                ctx.err.flush()
-            if ends is not None and time.monotonic() > ends:
-                give_up()
-                raise DeadlineExceeded(f"The command got no answer within {deadline:g} s, so it was abandoned",
-                                       "The server or network may be stuck; streaming queries keep running. "
-                                       "[repl] command_timeout in config.toml sets the limit")
+        _wait(ctx, call, deadline, give_up)
     except KeyboardInterrupt:
         if user_call is not None and call.wait(FINISH_GRACE):  # the cell had ended (or was ending) as Ctrl-C came
             return _finished_first(ctx, call)
@@ -153,6 +137,29 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
         raise Cancelled(abandoned=still_running and interrupt, waited_on=waited_on, by_keyboard=True,
                         cell_stopped=cell_stopped) from None
     return call.result()
+
+
+def _wait(ctx: CommandRunner, call: Call[Any], deadline: float | None, give_up: Callable[[], bool]) -> None:
+    """Wait for the call: say once that it still runs (after SLOW_NOTICE), and give up at the deadline. While a
+    question [y/N] waits for the user, neither runs: the user, not the server, is slow, and both count from the
+    answer."""
+    started = time.monotonic()
+    ends = started + deadline if deadline else None
+    told = not ctx.interactive
+    while not call.wait(0.05):
+        if ctx.asking.is_set():
+            started = time.monotonic()
+            ends = started + deadline if deadline else None
+            continue
+        if not told and time.monotonic() - started > SLOW_NOTICE:
+            told = True  # say once that Ctrl-C is safe, like psql's cancel hint
+            ctx.err.write(STILL_RUNNING + "\n")
+            ctx.err.flush()
+        if ends is not None and time.monotonic() > ends:
+            give_up()
+            raise DeadlineExceeded(f"The command got no answer within {deadline:g} s, so it was abandoned",
+                                   "The server or network may be stuck; streaming queries keep running. "
+                                   "[repl] command_timeout in config.toml sets the limit")
 
 
 def _finished_first(ctx: CommandRunner, call: Call[Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import re
 
 import pytest
@@ -161,6 +162,42 @@ def test_forget_deletes_a_checkpoint_only_when_sparkscope_made_it(shell, tmp_pat
     ok, out, err = shell.run(":forget made --delete-checkpoint --yes")
     assert ok and out == f"Forgot made and deleted its checkpoint {made}.\n", err
     assert not os.path.exists(made)
+
+
+def test_a_checkpoint_is_deleted_only_by_the_record_that_made_it_and_used_by_no_other(shell):
+    """g2 started on g1's checkpoint (sparkscope made it for g1): forgetting g2 with its checkpoint keeps it, and g1
+    still resumes from it; a third record on a made checkpoint keeps it for the others too."""
+    shell.run(":start g1 ss.source.rate(5)")
+    g1 = shell.session.catalog.get(shell.session.url, "g1").checkpoint
+    shell.run(":await g1 --timeout 3")
+    shell.run(":stop g1")
+    ok, _, err = shell.run(f":start g2 ss.source.rate(5) --checkpoint {g1}")
+    assert ok, err
+    shell.run(":stop g2")
+    ok, out, err = shell.run(":forget g2 --delete-checkpoint --yes")
+    assert ok and out == f"Forgot g2; its checkpoint stays at {g1}: sparkscope made it for g1, not for g2.\n", err
+    assert os.path.isdir(g1)
+    ok, out, err = shell.run(":restart g1")
+    assert ok and re.search(r"Restarted g1 \(id [0-9a-f]{8}\) from its checkpoint \(after batch \d+\)", out), (out, err)
+    shell.run(":stop g1")
+    ok, _, err = shell.run(f":start g3 ss.source.rate(5) --checkpoint {g1}")
+    shell.run(":stop g3")
+    ok, out, err = shell.run(":forget g1 --delete-checkpoint --yes")
+    assert ok and out == f"Forgot g1; its checkpoint stays at {g1}: g3 uses it too.\n", err
+    assert os.path.isdir(g1)
+
+
+def test_a_checkpoint_sparkscope_made_that_was_deleted_is_made_again_as_sparkscope_s(shell):
+    shell.run(":start remade ss.source.rate(5)")
+    checkpoint = shell.session.catalog.get(shell.session.url, "remade").checkpoint
+    shell.run(":stop remade")
+    shutil.rmtree(checkpoint)  # this test's query's checkpoint, in this test run's own state folder
+    ok, out, err = shell.run(":restart remade")
+    assert ok, err
+    shell.run(":stop remade")
+    ok, out, _ = shell.run(":checkpoints")
+    row = next(line for line in out.splitlines() if os.path.basename(checkpoint) in line)
+    assert row.rstrip().endswith("| sparkscope |"), row
 
 
 def test_queries_all_and_checkpoints_show_the_catalog(shell):

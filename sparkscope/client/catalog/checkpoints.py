@@ -65,6 +65,30 @@ def made_by_sparkscope(path: str, root: str | None) -> bool:
     return folder.parent == Path(os.path.realpath(root.removeprefix("file:"))) and (folder / MARKER).is_file()
 
 
+def maker(path: str) -> str | None:
+    """The query sparkscope made the checkpoint `path` (of this machine) for, as its marker says; None without one."""
+    try:
+        return str(json.loads((Path(path.removeprefix("file:")) / MARKER).read_text())["query"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def kept_because(record: Record, records: list[Record], root: str | None) -> str | None:
+    """Why forgetting `record` with its checkpoint must keep the checkpoint (None: it may go). A checkpoint is
+    deleted only by the record that made it, and only while no other record uses it."""
+    checkpoint = record.checkpoint or ""
+    if not made_by_sparkscope(checkpoint, root):
+        return "it was given, not made by sparkscope, and sparkscope deletes only the checkpoints it made"
+    made_for = maker(checkpoint)
+    if made_for != record.name:
+        return f"sparkscope made it for {made_for}, not for {record.name}"
+    others = [r.name for r in records if r.name != record.name and r.checkpoint
+              and _local(r.checkpoint) == _local(checkpoint)]
+    if others:
+        return f"{', '.join(sorted(others))} {'uses' if len(others) == 1 else 'use'} it too"
+    return None
+
+
 LOW_SPACE = 16 * 1024 * 1024  # bytes: less than this left, and a commit or a written file fails
 WRITE_FAILURES = ("No space left on device", "TASK_WRITE_FAILED", "Task failed while writing rows",
                   "Error writing state store", "Cannot perform commit", "IOException")

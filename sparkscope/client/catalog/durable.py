@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from .._pyspark import plan_bytes, plan_fields
 from .. import delete_guard
-from .checkpoints import made_by_sparkscope
+from .checkpoints import kept_because
 from .records import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
 from ..errors import ConfigError, UnsupportedOperation, call
 from ..logs import log, swallowed
@@ -73,7 +73,8 @@ def replay_check(spark: Any, df: Any, sink: str) -> tuple[bytes | None, str | No
 
 def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = False) -> Record:
     """Remove a stopped, failed or lost query from the catalog. Its checkpoint stays unless asked, and even then
-    unless sparkscope made it (made_by_sparkscope): a checkpoint the user gave is theirs, and stays."""
+    unless sparkscope made it for this very query and no other record uses it (checkpoints.kept_because): a
+    checkpoint the user gave is theirs, and stays."""
     record = session.catalog.require(session.url, name)
     if any(q.name == name for q in session.running()):
         raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
@@ -89,8 +90,11 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
         if not session.target.on_this_machine:
             raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
                                        "Delete it there; the record was kept")
-        if made_by_sparkscope(record.checkpoint, session.checkpoint_root):
+        kept = kept_because(record, session.catalog.records(session.url), session.checkpoint_root)
+        if kept is None:
             delete_guard.remove_tree(record.checkpoint.removeprefix("file:"))
+        else:
+            log.info("the checkpoint of %s stays at %s: %s", name, record.checkpoint, kept)
     session.catalog.forget(session.url, name)
     return record
 

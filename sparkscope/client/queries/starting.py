@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -436,6 +437,7 @@ class QueryStarter:
             resumption = Resumption(None, None, True)
         elif self._s.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
+            self._remake_if_ours(checkpoint, name)
         else:
             resumption = Resumption(checkpoint, record.last_batch, False)
         # checked when it first started: the plan, its mode and sink are not analysed again
@@ -445,6 +447,17 @@ class QueryStarter:
                              retention=parse_keep(record.keep) if record.sink == BOUNDED else None)
         query.resumption = resumption if query.checkpoint == checkpoint else Resumption(None, None, True)
         return query
+
+    def _remake_if_ours(self, checkpoint: str, name: str) -> None:
+        """A checkpoint sparkscope made for `name` (named as fresh_checkpoint names them) that was deleted since: made
+        again with its marker, so that it stays sparkscope's to prune (Spark would make a bare folder)."""
+        root = self._s.checkpoint_root
+        folder = checkpoint.removeprefix("file:")
+        if (root and self._s.on_embedded_server() and not os.path.exists(folder)
+                and os.path.dirname(folder.rstrip("/")) == root.removeprefix("file:").rstrip("/")
+                and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{8}}", os.path.basename(folder.rstrip("/")))):
+            with swallowed(f"making the checkpoint folder {folder} again"):
+                make_fresh(folder, name)
 
     def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
         """Start again, from their checkpoints, the catalogued queries of this server that were lost (after

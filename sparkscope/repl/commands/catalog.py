@@ -108,19 +108,24 @@ def forget(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
     name = args[0]
     delete = bool(opts.flag("delete-checkpoint"))
+    kept = None
     if delete:
-        record = session.catalog.get(session.url, name)
+        from ...client.catalog.checkpoints import kept_because
+
+        record = session.catalog.get(session.url, name)  # none: forget says so, after the question
+        if record is not None and record.checkpoint:
+            kept = kept_because(record, session.catalog.records(session.url), session.checkpoint_root)
         where = record.checkpoint if record is not None and record.checkpoint else "its checkpoint"
-        if not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. [y/N] ")):
+        if kept is None and not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. "
+                                                                 "[y/N] ")):
             return Message("Nothing was changed.")
     record = session.forget(name, delete_checkpoint=delete)
     if not record.checkpoint:
         return Message(f"Forgot {name}.")
     if not delete:
         return Message(f"Forgot {name}; its checkpoint stays at {record.checkpoint}.")
-    if Path(record.checkpoint.removeprefix("file:")).exists():
-        return Message(f"Forgot {name}; its checkpoint stays at {record.checkpoint}: it was given, not made by "
-                       "sparkscope, and sparkscope deletes only the checkpoints it made.")
+    if kept is not None:
+        return Message(f"Forgot {name}; its checkpoint stays at {record.checkpoint}: {kept}.")
     return Message(f"Forgot {name} and deleted its checkpoint {record.checkpoint}.")
 
 

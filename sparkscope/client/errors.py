@@ -417,8 +417,10 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
             "Pass the right token with ;token=… in the URL or SPARK_CONNECT_AUTHENTICATE_TOKEN",
             error_class or name,
         )
-    if status == "UNAVAILABLE" or status is None and ("failed to connect to all addresses" in lowered
-                                                      or "connection refused" in lowered):
+    # a query's own failure (a socket source whose port nobody serves) may say "Connection refused": the server said it
+    server_side = _is_pyspark(exc, "StreamingQueryException") or "JVM stacktrace" in text
+    if status == "UNAVAILABLE" or status is None and not server_side and (
+            "failed to connect to all addresses" in lowered or "connection refused" in lowered):
         cause = unreachable_cause(exc)
         if cause is not None:
             return cause

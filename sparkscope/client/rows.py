@@ -44,7 +44,7 @@ class Rows:
         of that zone, as Spark shows it (Arrow hands them over in UTC)."""
         columns = list(table.column_names)
         data: Sequence[list] = [_python_values(col.to_pylist(), col.type, zone) for col in table.columns]
-        rows = list(zip(*data, strict=False)) if data else []
+        rows = list(zip(*data, strict=False)) if data else [()] * table.num_rows  # rows without columns count too
         return cls(columns=columns, rows=[tuple(r) for r in rows], types=[str(t) for t in table.schema.types])
 
 
@@ -97,12 +97,19 @@ def write_rows(rows: Rows, path: str | Path, *, replace: bool = False) -> int:
     return len(rows)
 
 
+ZONE_COLUMN = "__sparkscope_session_zone"
+
+
 def fetch(df: Any, n: int) -> Rows:
     """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel. Timestamps are shown in
-    the session's time zone (asked of the server only when the rows hold one)."""
-    table = df.limit(n).toArrow()
-    zoned = any(_holds(column_type, _is_zoned_time) for column_type in table.schema.types)
-    return Rows.from_arrow(table, session_zone(df.sparkSession) if zoned else None)
+    the session's time zone, which comes with the rows (one more column, current_timezone()): one round trip."""
+    from pyspark.sql import functions
+
+    table = df.limit(n).select("*", functions.current_timezone().alias(ZONE_COLUMN)).toArrow()
+    zones = table.column(table.num_columns - 1)
+    table = table.remove_column(table.num_columns - 1)
+    zoned = len(zones) and any(_holds(column_type, _is_zoned_time) for column_type in table.schema.types)
+    return Rows.from_arrow(table, time_zone(str(zones[0])) if zoned else None)
 
 
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"

@@ -414,3 +414,32 @@ def test_display_of_a_stream_as_the_first_thing_on_a_server_this_client_has_not_
     finally:
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=30)
+
+
+def test_the_guide_s_socket_example_with_nobody_on_the_port_says_the_query_s_own_failure(tmp_path, remote_url):
+    """Spark's programming guide as written, against a port nobody serves: the query fails (Connection refused,
+    from the server's socket source), and that is what is said; the server did not restart, and the session goes
+    on."""
+    from sparkscope.server.ports import free_port
+
+    script = tmp_path / "guide.py"
+    script.write_text(textwrap.dedent(f"""\
+        from pyspark.sql import SparkSession
+        from pyspark.sql.functions import explode, split
+        spark = SparkSession.builder.appName("StructuredNetworkWordCount").getOrCreate()
+        lines = spark.readStream.format("socket").option("host", "localhost").option("port", {free_port()}).load()
+        words = lines.select(explode(split(lines.value, " ")).alias("word"))
+        wordCounts = words.groupBy("word").count()
+        query = wordCounts.writeStream.outputMode("complete").format("console").start()
+        try:
+            query.awaitTermination(10)
+        except Exception as exc:
+            print("raised", type(exc).__name__)
+        print("answers", spark.range(3).count())
+        query.awaitTermination(10)
+        """))
+    ran = run_sparkscope("--remote", remote_url, "-f", str(script))
+    assert "raised StreamingQueryException" in ran.stdout and "answers 3" in ran.stdout, (ran.stdout, ran.stderr)
+    assert re.fullmatch(r"error: Query \[id = [0-9a-f-]+, runId = [0-9a-f-]+\] terminated with exception: "
+                        r"Connection refused\.", ran.stderr.strip().splitlines()[-1]), ran.stderr
+    assert "restarted" not in ran.stderr and ran.returncode == 1

@@ -31,9 +31,11 @@ class SinkReader:
         self._sink = sink
 
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
-        """A batch DataFrame over what a query wrote (memory table, file path or table)."""
+        """A batch DataFrame over what a query wrote (memory table, file path or table). A query this process knows
+        is read with no RPC before the read itself (a :peek is one round trip)."""
         try:
-            query = self._book.query(name_or_query)
+            known = self._book.known_by_name(name_or_query) if isinstance(name_or_query, str) else None
+            query = known or self._book.query(name_or_query)
         except QueryNotFound:
             if isinstance(name_or_query, Query):
                 raise

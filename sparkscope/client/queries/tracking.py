@@ -115,6 +115,12 @@ class QueryBook:
             raise QueryNotFound(f"'{key}' matches {len(matches)} queries", "Give more of the id, or the name")
         raise QueryNotFound(f"No query named '{key}'", f"Queries in this session: {names}")
 
+    def known_by_name(self, name: str) -> Query | None:
+        """The newest query of this name this process knows (started here, or seen running), without an RPC; None
+        when it knows none, and the server must be asked (query())."""
+        with self._lock:
+            return next((q for q in reversed(list(self._queries.values())) if q.name == name), None)
+
     def live_monitor(self) -> Monitor | None:
         """The monitor, while its event stream is heard from; None means: ask the server."""
         monitor = self._monitor

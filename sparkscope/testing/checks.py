@@ -149,6 +149,10 @@ def check_dropped(query: Query, expected: int, *, batch: int | None = None) -> N
     numRowsDroppedByWatermark)."""
     batch = last_data_batch(query) if batch is None else batch
     progress = next((p for p in query.history if p.batch_id == batch), None)
+    if progress is None and (batch is not None or query.history):
+        ran = sorted({p.batch_id for p in query.history})
+        raise AssertionError(f"{query.name} ran no batch {batch}: "
+                             + (f"its batches are {ran[0]} to {ran[-1]}" if ran else "it ran no batch yet"))
     actual = progress.dropped_by_watermark if progress is not None else 0
     if actual != expected:
         watermark = (_watermark(progress, _zone(query)) if progress is not None else None) or "none"
@@ -163,6 +167,10 @@ def check_state(session: Session, name: str, expected: Iterable[Any], *, columns
     query = session.query(name)
     zone = _zone(query)
     state = session.state(name)
+    unknown = [column for column in columns or () if column not in state.columns]
+    if unknown:
+        raise AssertionError(f"The state of {name} has no column {', '.join(unknown)}: its columns are "
+                             f"{', '.join(state.columns)}")
     picked = list(columns) if columns else [c for c in state.columns if c != "partition_id"]
     from ..client.rows import fetch
 

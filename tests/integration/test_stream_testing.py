@@ -25,9 +25,10 @@ def test_a_failed_check_shows_expected_and_actual_rows_with_the_batch_and_the_wa
         with pytest.raises(AssertionError) as failed:
             check_last_batch(query, [(("2018-03-02 10:10:00", "2018-03-02 10:20:00"), "open", 2)])
         lines = str(failed.value).splitlines()
-        assert lines[0].startswith("Batch ") and lines[0].endswith(
-            "'s output of checked_mobile after batch " + lines[0].split("after batch ")[1].split(",")[0]
-            + ", watermark 2018-03-02 10:23:50 differs ('-' expected only, '+' actual only):"), lines[0]
+        # batch 0 wrote the rows; batch 1 ran with no data to move the watermark on (process_all_available waits
+        # for it), so the sink's last output is batch 0's, as it stands after batch 1
+        assert lines[0] == ("Batch 0's output of checked_mobile after batch 1, watermark 2018-03-02 10:23:50 differs "
+                            "('-' expected only, '+' actual only):")
         assert lines[1] == "  columns: window, action, count"
         assert lines[2].split() == ["expected", "(1", "rows)", "actual", "(2", "rows)"], lines
         assert lines[3].startswith("- (('2018-03-02 10:10:00', '2018-03-02 10:20:00'), 'open', 2)  + "), lines
@@ -38,8 +39,58 @@ def test_a_failed_check_shows_expected_and_actual_rows_with_the_batch_and_the_wa
             check_dropped(query, 1)
         assert str(dropped.value) == ("Batch 0 of checked_mobile dropped 0 late rows, not 1 (the watermark it ran "
                                       "with: none)"), dropped.value  # the first batch runs with none
+        for batch in (99, -1):  # no such batch: a check of it fails, whatever it expects
+            with pytest.raises(AssertionError) as missing:
+                check_dropped(query, 0, batch=batch)
+            assert str(missing.value) == f"checked_mobile ran no batch {batch}: its batches are 0 to 1"
     finally:
         query.stop()
+
+
+def test_a_timestamp_string_fed_is_read_in_the_session_s_time_zone_as_spark_reads_it(ss):
+    from sparkscope.testing import check_answer
+
+    ss.spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        src = ss.source.memory("k STRING, ts TIMESTAMP")
+        query = ss.start(src.df, "tokyo_fed")
+        src.add([("a", "2024-01-01 10:00:00")])
+        query.process_all_available()
+        check_answer(query, [("a", "2024-01-01 10:00:00")])
+        same = ss.spark.sql("SELECT count(*) FROM tokyo_fed WHERE ts = TIMESTAMP'2024-01-01 10:00:00'").collect()
+        assert same[0][0] == 1  # the instant Spark's own literal names, in the session's zone
+    finally:
+        ss.spark.conf.unset("spark.sql.session.timeZone")
+
+
+def test_check_state_of_a_column_that_is_not_there_names_the_columns_that_are(ss):
+    from sparkscope.testing import check_state
+
+    src = ss.source.memory("k STRING")
+    query = ss.start(src.df.groupBy("k").count(), "state_columns", mode="update")
+    src.add([("a",), ("a",)])
+    query.process_all_available()
+    check_state(ss, "state_columns", [("a", 2)], columns=["k", "count"])
+    with pytest.raises(AssertionError) as missing:
+        check_state(ss, "state_columns", [("a", 2)], columns=["nope"])
+    assert str(missing.value) == "The state of state_columns has no column nope: its columns are k, count, partition_id"
+
+
+def test_a_memory_source_says_in_one_line_what_it_cannot_take(ss):
+    from pyspark.sql import Row
+
+    from sparkscope.client.errors import ConfigError
+
+    src = ss.source.memory("id INT, name STRING")
+    assert src.add([Row(2, "b"), {"id": 3, "name": "c"}, (4, "d")]) == 0  # a Row of no names is a tuple
+    with pytest.raises(ConfigError, match=r"^add takes a list of rows, and 'hello' is one row or one value\. "
+                                          r"Put the rows in a list: add\(\['hello'\]\)\.$"):
+        src.add("hello")
+    with pytest.raises(ConfigError, match=r"^'x' is not an integer, for column id \(int\)"):
+        src.add([("x", "y")])
+    src.forget()
+    with pytest.raises(ConfigError, match=r"^This memory source \(sparkscope_feed_\w+\) was forgotten"):
+        src.add([(5, "e")])
 
 
 def test_the_plugin_stops_what_a_test_left_running_before_the_next_test(remote_url, tmp_path):

@@ -14,6 +14,7 @@ and the feed a grace period after) or with the server. It needs no Python on the
 from __future__ import annotations
 
 import datetime as _dt
+import decimal as _decimal
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from .server_jar import PACKAGE, ServerJar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
 
 READER = f"{PACKAGE}.feed.FeedSource"
 WRITER = f"{PACKAGE}.feed.FeedWriter"
@@ -62,15 +63,24 @@ class MemorySource:
         with translated():
             self.df: DataFrame = spark.readStream.format(READER).option("feed", self.name).load()
         self.batches = 0
+        self._forgotten = False
 
     def __repr__(self) -> str:
         return f"<sparkscope memory source {self.name}: {self.batches} batches added ({self.schema.simpleString()})>"
 
     def add(self, rows: Iterable[Any]) -> int:
         """Add one batch: tuples (in the schema's order), dicts (by column name) or Rows. A string given for a
-        timestamp or date column is read as ISO 8601 ('2018-03-02 10:00:00'). Returns the batch's number (0 first);
-        each added batch is one micro-batch of a query that reads `df`."""
-        given = [self._row(row) for row in rows]
+        timestamp or date column is read as ISO 8601 ('2018-03-02 10:00:00'), a timestamp's in the session's time
+        zone, as Spark reads TIMESTAMP '2018-03-02 10:00:00'. Returns the batch's number (0 first); each added batch
+        is one micro-batch of a query that reads `df`."""
+        if self._forgotten:
+            raise ConfigError(f"This memory source ({self.name}) was forgotten: its batches are gone from the server",
+                              "Make a new one with ss.source.memory(schema)", code="feed_forgotten")
+        if isinstance(rows, (str, bytes, Mapping)) or (isinstance(rows, tuple) and not _holds_rows(rows)):
+            raise ConfigError(f"add takes a list of rows, and {rows!r} is one row or one value",
+                              f"Put the rows in a list: add([{rows!r}])", code="feed_rows")
+        zone = self._zone() if any(f.dataType.typeName() == "timestamp" for f in self.schema.fields) else None
+        given = [self._row(row, zone) for row in rows]
         with translated():
             self._spark.createDataFrame(given, self.schema).write.format(WRITER).option("feed", self.name) \
                 .mode("append").save()
@@ -80,27 +90,68 @@ class MemorySource:
     def forget(self) -> None:
         """Drop what the feed keeps on the server (a query still reading it fails)."""
         self._jar.forget(self.name)
+        self._forgotten = True
 
-    def _row(self, row: Any) -> tuple[Any, ...]:
+    def _zone(self) -> _dt.tzinfo | None:
+        from ..rows import session_zone
+
+        with translated():
+            return session_zone(self._spark)
+
+    def _row(self, row: Any, zone: _dt.tzinfo | None) -> tuple[Any, ...]:
         fields = self.schema.fields
-        if isinstance(row, Mapping) or hasattr(row, "asDict"):
+        if isinstance(row, Mapping) or getattr(row, "__fields__", None):  # a Row of named fields, or a dict
             values = dict(row.asDict() if hasattr(row, "asDict") else row)
             unknown = set(values) - {f.name for f in fields}
             if unknown:
                 raise ConfigError(f"{', '.join(sorted(unknown))} {'is not a column' if len(unknown) == 1 else 'are not columns'}"
                                   f" of this source ({self.schema.simpleString()})", "Name its columns, or give tuples")
             row = tuple(values.get(f.name) for f in fields)
-        row = tuple(row) if isinstance(row, (list, tuple)) else (row,)
+        row = tuple(row) if isinstance(row, (list, tuple)) else (row,)  # a Row(2, 'b') of no names is a tuple
         if len(row) != len(fields):
             raise ConfigError(f"{row!r} has {len(row)} values; this source has {len(fields)} columns "
                               f"({self.schema.simpleString()})", "Give one value per column, in their order")
-        return tuple(_value(value, field.dataType.typeName()) for value, field in zip(row, fields, strict=True))
+        return tuple(_value(value, field, zone) for value, field in zip(row, fields, strict=True))
 
 
-def _value(value: Any, type_name: str) -> Any:
-    """A value as createDataFrame takes it: an ISO 8601 string for a timestamp or date column made a datetime."""
-    if isinstance(value, str) and type_name in ("timestamp", "timestamp_ntz"):
-        return _dt.datetime.fromisoformat(value)
-    if isinstance(value, str) and type_name == "date":
-        return _dt.date.fromisoformat(value)
+def _holds_rows(rows: tuple[Any, ...]) -> bool:
+    """A tuple given to add() is a batch when its items are rows (tuples, lists, dicts, Rows), not values."""
+    return all(isinstance(row, (tuple, list, Mapping)) for row in rows)
+
+
+# What a value of each Spark type may be given as (a string is read for timestamps and dates)
+_ACCEPTS: dict[str, tuple[type, ...]] = {
+    "string": (str,), "boolean": (bool,), "byte": (int,), "short": (int,), "integer": (int,), "long": (int,),
+    "float": (int, float), "double": (int, float), "decimal": (int, float, _decimal.Decimal),
+    "timestamp": (_dt.datetime, str), "timestamp_ntz": (_dt.datetime, str), "date": (_dt.date, str),
+    "binary": (bytes, bytearray),
+}
+
+
+def _value(value: Any, field: StructField, zone: _dt.tzinfo | None) -> Any:
+    """A value as createDataFrame takes it, or one line naming the column, the value and what it takes. An ISO
+    8601 string for a timestamp or date column is made a datetime; a timestamp's in the session's time zone."""
+    type_name = field.dataType.typeName()
+    accepted = _ACCEPTS.get(type_name)
+    if value is None or accepted is None:
+        return value
+    numeric_bool = isinstance(value, bool) and type_name not in ("boolean",)
+    if not isinstance(value, accepted) or numeric_bool:
+        shown = {"timestamp": "a datetime or an ISO 8601 string ('2018-03-02 10:00:00')",
+                 "timestamp_ntz": "a datetime or an ISO 8601 string ('2018-03-02 10:00:00')",
+                 "date": "a date or an ISO 8601 string ('2018-03-02')"}.get(
+                     type_name, f"{'an' if type_name[0] in 'aeiou' else 'a'} {type_name}")
+        raise ConfigError(f"{value!r} is not {shown}, for column {field.name} ({field.dataType.simpleString()})",
+                          f"Give column {field.name} {shown}", code="feed_value", data={"column": field.name})
+    if isinstance(value, str) and type_name in ("timestamp", "timestamp_ntz", "date"):
+        try:
+            parsed = (_dt.date.fromisoformat(value) if type_name == "date" else _dt.datetime.fromisoformat(value))
+        except ValueError:
+            raise ConfigError(f"{value!r} is not an ISO 8601 {'date' if type_name == 'date' else 'time'}, for "
+                              f"column {field.name} ({field.dataType.simpleString()})",
+                              "Write it like '2018-03-02 10:00:00' (or '2018-03-02' for a date)",
+                              code="feed_value", data={"column": field.name}) from None
+        if type_name == "timestamp" and isinstance(parsed, _dt.datetime) and parsed.tzinfo is None and zone:
+            parsed = parsed.replace(tzinfo=zone)  # as Spark reads TIMESTAMP '…': a wall-clock time of the session
+        return parsed
     return value

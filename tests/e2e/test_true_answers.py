@@ -8,7 +8,7 @@ import json
 import pexpect
 
 from tests.e2e.conftest import spawn
-from tests.helpers import run_sparkscope
+from tests.helpers import run_sparkscope, wait_for
 
 
 def test_a_dumb_terminal_takes_a_pasted_function_as_typed_and_pages_nothing(remote_url):
@@ -71,3 +71,29 @@ def test_a_web_server_on_the_port_is_named_as_not_spark_connect_and_grpc_says_no
     tls = run_sparkscope("-c", "1", "--remote", f"sc://localhost:{server.port}/;use_ssl=true")
     assert tls.returncode != 0
     assert len(tls.stderr.strip().splitlines()) == 1 and "Source Location" not in tls.stderr, tls.stderr
+
+
+def test_names_alike_but_for_case_names_no_table_has_and_an_unknown_order_each_get_one_line(repl):
+    """Issue 55 rows 12, 24, 31, 32: Spark's view names ignore case, so a second query named alike would read the
+    first's rows; a name with a space or a dash names no query; an order by a column that is not there; and a peek
+    of a time-kept query whose rows all aged out says why it shows none."""
+    assert "Started Up" in repl.run(":start Up ss.source.rate(5)")
+    assert repl.run(":start up ss.source.rate(5)") == (
+        "error: A query named 'Up' is running, and 'up' differs from it only in case: SQL and spark.table() would "
+        "name both alike. Pick a name that differs in more than case.\n")
+    for name in ("'my query'", "a-b"):
+        assert repl.run(f":peek {name}") == (f"error: No query or table named '{name.strip(chr(39))}'. List them with "
+                                             ":queries, or start one with :start.\n")
+    assert repl.run(":peek Up --order nosuch") == ("error: No column nosuch to order by; the columns: timestamp, "
+                                                   "value. Order by one of them.\n")
+    assert "Started brief" in repl.run(":start brief ss.source.rate(5) --keep 1s")
+    repl.run(":await brief --timeout 2")
+    repl.run(":stop brief")
+    def aged_out() -> str | None:
+        shown = repl.run(":peek brief")
+        return shown if "no rows" in shown else None
+
+    aged = wait_for(aged_out, timeout=30, what="the rows kept to pass their second")
+    assert aged.strip().splitlines()[-1] == ("(no rows: brief keeps the rows of the last 1 s, at most 100,000 rows, "
+                                             "and the rows it kept are older)")
+    repl.run(":stop --all")

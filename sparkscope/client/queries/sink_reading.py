@@ -48,7 +48,9 @@ class SinkReader:
                 df.schema  # noqa: B018
             except Exception as exc:
                 error = translate(exc)
-                if error.error_class and error.error_class.startswith("TABLE_OR_VIEW_NOT_FOUND"):
+                # a name no table can have ('my query', 'a-b') does not parse as one: it names no query either
+                if error.error_class and error.error_class.startswith(("TABLE_OR_VIEW_NOT_FOUND", "PARSE_SYNTAX_ERROR",
+                                                                       "INVALID_IDENTIFIER")):
                     raise QueryNotFound(f"No query or table named '{name}'",
                                         "List them with ss.queries(), or start one with ss.start(df, name)",
                                         code="no_query_or_table", data={"name": name}) from exc
@@ -92,9 +94,18 @@ class SinkReader:
             if where:
                 df = df.where(where)
             if order_by:
+                from pyspark.sql.functions import col
+
                 keys = [key for spec in ([order_by] if isinstance(order_by, str) else order_by)
                         for key in sort_order(spec)]
-                df = df.orderBy(*[df[name].desc() if descending else df[name] for name, descending in keys])
+                columns = df.columns
+                known = {c.lower() for c in columns}
+                missing = [name for name, _ in keys if name.lower() not in known
+                           and name.split(".")[0].lower() not in known]  # a struct's field: its column
+                if missing:
+                    raise ConfigError(f"No column {', '.join(missing)} to order by; the columns: {', '.join(columns)}",
+                                      "Order by one of them", code="no_such_column")
+                df = df.orderBy(*[col(name).desc() if descending else col(name) for name, descending in keys])
             return fetch(df, int(n))
 
     def query_plan(self, name: str) -> str:

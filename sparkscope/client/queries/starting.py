@@ -115,11 +115,7 @@ class QueryStarter:
         parsed_trigger = parse_trigger(trigger)
         if not is_dataframe(df):
             raise not_a_dataframe(df)
-        existing = self._book.find_active_by_name(name)
-        if existing is not None:
-            raise ConfigError(f"A query named '{name}' is already running",
-                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
-                              code="query_exists", data={"name": name})
+        self._check_name_free(name)
         if sink in FILE_SINKS and not path:
             raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
         path = for_server(path, self._s.target.on_this_machine) if path else path
@@ -149,6 +145,18 @@ class QueryStarter:
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    def _check_name_free(self, name: str) -> None:
+        """No query of this session runs under `name`, nor under a name that differs from it only in case."""
+        running = self._book.find_active_by_name(name, ignore_case=True)  # one look at what runs
+        if running is not None and running.name == name:
+            raise ConfigError(f"A query named '{name}' is already running",
+                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
+                              code="query_exists", data={"name": name})
+        if running is not None:  # Spark's names of tables and views ignore case: both would read one view
+            raise ConfigError(f"A query named '{running.name}' is running, and '{name}' differs from it only in "
+                              "case: SQL and spark.table() would name both alike", "Pick a name that differs in "
+                              "more than case", code="query_name_case", data={"name": name, "running": running.name})
 
     def _check_python_sink(self) -> None:
         """foreach_batch runs Python on the server: one line naming what the server lacks, when it cannot."""

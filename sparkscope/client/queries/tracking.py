@@ -90,11 +90,14 @@ class QueryBook:
                      fmt=record.sink if record.sink in FILE_SINKS else None,
                      keep=parse_keep(record.keep) if record.sink == BOUNDED else None, view=record.view)
 
-    def find_active_by_name(self, name: str) -> Query | None:
-        for query in self.adopt_active():
-            if query.name == name:
-                return query
-        return None
+    def find_active_by_name(self, name: str, *, ignore_case: bool = False) -> Query | None:
+        """The running query named `name` (one RPC); with `ignore_case`, one whose name differs only in case when
+        none is named exactly so."""
+        active = self.adopt_active()
+        exact = next((query for query in active if query.name == name), None)
+        if exact is not None or not ignore_case:
+            return exact
+        return next((query for query in active if query.name.lower() == name.lower()), None)
 
     def query(self, name_or_id: str | Query) -> Query:
         """Find a query by name, id, or unique id prefix (active ones first)."""

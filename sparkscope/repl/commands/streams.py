@@ -207,7 +207,21 @@ def peek(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     footer = None
     if n > PEEK_MAX and len(rows) == PEEK_MAX:
         footer = (f"(first {PEEK_MAX:,} rows; :peek {args[0]} {n} --export FILE.csv writes all {n:,} to a file)")
+    elif not rows.rows and n:
+        footer = _why_no_rows(ctx, args[0])
     return Table(rows.columns, rows.rows, footer=footer, layout="vertical" if opts.flag("vertical") else None)
+
+
+def _why_no_rows(ctx: CommandContext, name: str) -> str | None:
+    """A bounded query that keeps only its last seconds, and kept none: said, instead of an empty table alone."""
+    try:
+        query = ctx.session.query(name)
+    except SparkscopeError:
+        return None
+    keep = query.keep
+    if keep is None or keep.seconds is None:
+        return None
+    return f"(no rows: {name} keeps the rows of the {keep}, and the rows it kept are older)"
 
 
 @command("status", "Show a query's state, status message and where it writes",

@@ -25,6 +25,7 @@ Run: .venv/bin/python benchmarks/bench_abandoned.py [--clients 50]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import re
@@ -37,6 +38,7 @@ from pathlib import Path
 from common import ROOT, heap_used_mb, private_server_info
 
 CLIENTS = 50
+SIDES = ("sparkscope", "noop sink", "memory sink")  # the noop sink keeps nothing: the floor of any sink
 RATE = 2000
 ROWS = 20_000
 SESSION_TIMEOUT = "20s"
@@ -57,7 +59,8 @@ else:
     spark = SparkSession.builder.remote(url).create()
     session = spark.client._session_id
 df = spark.readStream.format("rate").option("rowsPerSecond", rate).load().selectExpr("value", "repeat('x', 1000) AS pad")
-query = ss.start(df, name) if side == "sparkscope" else df.writeStream.format("memory").queryName(name).start()
+query = (ss.start(df, name) if side == "sparkscope" else
+         df.writeStream.format("noop" if side == "noop sink" else "memory").queryName(name).start())
 handle = query.handle if side == "sparkscope" else query
 while sum(p.numInputRows for p in handle.recentProgress) < rows:
     handle.awaitTermination(0.5)
@@ -109,34 +112,50 @@ def scratch_checkpoints(home: Path) -> int:
     return len(list((home / "tmp").glob("sparkscope-checkpoint-*"))) if (home / "tmp").exists() else 0
 
 
-def abandoned(side: str, clients: int) -> dict:
+def kept_on(url: str) -> int:
+    """How many rings and feeds sparkscope's jar keeps on the server (from a new session of its own)."""
+    import sparkscope
+
+    with sparkscope.connect(url) as ss:
+        return len(ss.kept())
+
+
+def abandoned(side: str, clients: int, stack: contextlib.ExitStack) -> dict:
+    """Run the clients of one side on a fresh server, which stays up (in `stack`) to be measured as it settles."""
     conf = {"spark.connect.session.manager.defaultSessionTimeout": SESSION_TIMEOUT,
             "spark.connect.session.manager.maintenanceInterval": "5s", "spark.sparkscope.grace": GRACE}
     if side == "sparkscope":  # no checkpoint root: each ring makes its query a scratch checkpoint, to be removed
         conf["spark.sql.streaming.checkpointLocation"] = ""
-    with private_server_info(conf) as info:
-        url = connect_url(info)
-        home = Path(info.log).parent
-        session = run_client(url, side, "exit", "warm_up")
-        stop_in(url, session)
-        time.sleep(float(SESSION_TIMEOUT.rstrip("s")) + float(GRACE.rstrip("s")) + 10)  # the warm-up's end, measured
-        baseline = heap_used_mb(info.pid)
-        before = jvm_counts(info.pid)
-        curve = [baseline]
-        scratch_seen = 0
-        for index in range(clients):
-            session = run_client(url, side, "kill" if index % 2 else "exit", f"client{index}")
-            scratch_seen = max(scratch_seen, scratch_checkpoints(home))
-            if index % 2 == 0:
-                stop_in(url, session)
-            curve.append(heap_used_mb(info.pid))
-        settle = time.monotonic() + SETTLE_DEADLINE
-        while time.monotonic() < settle and jvm_counts(info.pid)["stream threads"] > before["stream threads"]:
-            time.sleep(2)  # the sessions time out (their queries end with them)
-        time.sleep(float(GRACE.rstrip("s")) + 3)  # then the rings' grace period passes
-        end = heap_used_mb(info.pid)
-        return {"side": side, "baseline": baseline, "curve": curve, "end": end, "before": before,
-                "after": jvm_counts(info.pid), "scratch": scratch_checkpoints(home), "scratch_seen": scratch_seen}
+    info = stack.enter_context(private_server_info(conf))
+    url = connect_url(info)
+    home = Path(info.log).parent
+    session = run_client(url, side, "exit", "warm_up")
+    stop_in(url, session)
+    time.sleep(float(SESSION_TIMEOUT.rstrip("s")) + float(GRACE.rstrip("s")) + 10)  # the warm-up's end, measured
+    baseline = heap_used_mb(info.pid)
+    before = jvm_counts(info.pid)
+    curve = [baseline]
+    scratch_seen = 0
+    for index in range(clients):
+        session = run_client(url, side, "kill" if index % 2 else "exit", f"client{index}")
+        scratch_seen = max(scratch_seen, scratch_checkpoints(home))
+        if index % 2 == 0:
+            stop_in(url, session)
+        curve.append(heap_used_mb(info.pid))
+    return {"side": side, "info": info, "url": url, "home": home, "baseline": baseline, "curve": curve,
+            "before": before, "scratch_seen": scratch_seen}
+
+
+def settled(side: dict) -> None:
+    """Once every session timed out (their queries end with them) and the grace period passed: the heap, what is
+    left, and what the jar still keeps."""
+    pid = side["info"].pid
+    deadline = time.monotonic() + SETTLE_DEADLINE
+    while time.monotonic() < deadline and jvm_counts(pid)["stream threads"] > side["before"]["stream threads"]:
+        time.sleep(2)
+    time.sleep(float(GRACE.rstrip("s")) + 3)
+    side.update(end=heap_used_mb(pid), after=jvm_counts(pid), scratch=scratch_checkpoints(side["home"]),
+                kept=kept_on(side["url"]) if side["side"] == "sparkscope" else None)
 
 
 def large_batch(side: str, folder: str) -> dict:
@@ -156,10 +175,11 @@ def large_batch(side: str, folder: str) -> dict:
                     kept = next(item for item in ss.kept() if item.query == "big")
                     detail = f"{kept.rows:,} rows kept, {kept.last_batch_received:,} sent to the driver"
                 else:
-                    handle = df.writeStream.format("memory").queryName("big").trigger(availableNow=True).start()
+                    handle = df.writeStream.format("noop" if side == "noop sink" else "memory").queryName("big") \
+                        .trigger(availableNow=True).start()
                     handle.awaitTermination(900)
                     failure = handle.exception()
-                    detail = "every row kept"
+                    detail = "nothing kept" if side == "noop sink" else "every row kept"
             except Exception as exc:  # noqa: BLE001 - what the side ended with is the figure
                 failure, detail = exc, ""
             seconds = time.perf_counter() - started
@@ -171,34 +191,52 @@ def large_batch(side: str, folder: str) -> dict:
                 "detail": detail}
 
 
+def report(sides: list[dict], args: argparse.Namespace) -> None:
+    stamp = time.strftime("%Y%m%d-%H%M")
+    results = ROOT / "benchmarks" / "results" / f"abandoned-{stamp}.csv"
+    with results.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["clients", *(f"{s['side']} heap MB" for s in sides)])
+        for index in range(args.clients + 1):
+            writer.writerow([index, *(f"{s['curve'][index]:.1f}" for s in sides)])
+        writer.writerow(["settled", *(f"{s['end']:.1f}" for s in sides)])
+        if args.settle_minutes:
+            writer.writerow([f"after {args.settle_minutes} min", *(f"{s['late']:.1f}" for s in sides)])
+    floor = next(s for s in sides if s["side"] == "noop sink")
+    print(f"{args.clients} clients that leave without closing, each side on a fresh server ({results.name}):")
+    for s in sides:
+        growth = s["end"] - s["baseline"]
+        target = max(0.10 * s["baseline"], 16.0)
+        over_floor = growth - (floor["end"] - floor["baseline"])
+        print(f"  {s['side']:<12} heap {s['baseline']:6.1f} MB -> {max(s['curve']):6.1f} MB at most -> "
+              f"{s['end']:6.1f} MB settled ({growth:+.1f} MB, {over_floor:+.1f} MB over the noop sink's; target "
+              f"{target:.0f} MB: {'met' if growth <= target else 'missed'})" + (
+                  f"; after {args.settle_minutes} min {s['late']:.1f} MB ({s['late'] - s['baseline']:+.1f} MB)"
+                  if args.settle_minutes else ""))
+        print(f"  {'':<12} scratch checkpoints: {s['scratch_seen']} at most, {s['scratch']} left"
+              + ("" if s["kept"] is None else f"; rings and feeds kept: {s['kept']}") + "; before -> after: "
+              + ", ".join(f"{key} {s['before'][key]} -> {s['after'][key]}" for key in s["after"]))
+
+
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=CLIENTS)
+    parser.add_argument("--settle-minutes", type=float, default=0,
+                        help="then wait this long and measure again (Spark Connect keeps a stopped query an hour)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         os.environ.update(XDG_STATE_HOME=f"{home}/state", XDG_CONFIG_HOME=f"{home}/config",
                           XDG_CACHE_HOME=f"{home}/cache")  # the clients' catalog, not the user's
-        sides = [abandoned(side, args.clients) for side in ("sparkscope", "memory sink")]
-        stamp = time.strftime("%Y%m%d-%H%M")
-        results = ROOT / "benchmarks" / "results" / f"abandoned-{stamp}.csv"
-        with results.open("w", newline="") as out:
-            writer = csv.writer(out)
-            writer.writerow(["clients", *(f"{s['side']} heap MB" for s in sides)])
-            for index in range(args.clients + 1):
-                writer.writerow([index, *(f"{s['curve'][index]:.1f}" for s in sides)])
-            writer.writerow(["settled", *(f"{s['end']:.1f}" for s in sides)])
-        print(f"{args.clients} clients that leave without closing, each side on a fresh server ({results.name}):")
-        for s in sides:
-            growth = s["end"] - s["baseline"]
-            target = max(0.10 * s["baseline"], 16.0)
-            print(f"  {s['side']:<12} heap {s['baseline']:6.1f} MB -> {max(s['curve']):6.1f} MB at most -> "
-                  f"{s['end']:6.1f} MB settled ({growth:+.1f} MB; target {target:.0f} MB: "
-                  f"{'met' if growth <= target else 'missed'}); per client while left "
-                  f"{(s['curve'][-1] - s['baseline']) / args.clients:+.2f} MB")
-            print(f"  {'':<12} scratch checkpoints: {s['scratch_seen']} at most, {s['scratch']} left; "
-                  "before -> after: " + ", ".join(
-                f"{key} {s['before'][key]} -> {s['after'][key]}" for key in s["after"]))
+        with contextlib.ExitStack() as stack:
+            sides = [abandoned(side, args.clients, stack) for side in SIDES]
+            for side in sides:
+                settled(side)
+            if args.settle_minutes:  # Spark Connect keeps each stopped query in its cache for an hour
+                time.sleep(args.settle_minutes * 60)
+                for side in sides:
+                    side["late"] = heap_used_mb(side["info"].pid)
+        report(sides, args)
         folder = f"{home}/big"
         import sparkscope
 
@@ -206,7 +244,7 @@ def main() -> None:
             ss.spark.range(BIG_ROWS).selectExpr("id", "id % 1000 AS k", "cast(id AS string) AS s") \
                 .write.parquet(folder)
         print(f"One batch of {BIG_ROWS:,} rows (available-now, parquet), spark.driver.maxResultSize=64m:")
-        for side in ("sparkscope", "memory sink"):
+        for side in SIDES:
             s = large_batch(side, folder)
             heap = "the server died" if s["grown"] is None else f"heap after a full GC {s['grown']:+.1f} MB"
             print(f"  {s['side']:<12} {'completed' if not s['failure'] else 'FAILED: ' + s['failure']} in "

@@ -52,7 +52,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                              "like psql's -c, each in order")
     parser.add_argument("-f", dest="file", metavar="FILE",
                         help="run a script of commands and Python, then exit; what follows FILE is the script's "
-                             "sys.argv[1:] (sparkscope FILE.py ARGS… works too). It is compiled first: a syntax "
+                             "sys.argv[1:], but sparkscope's own options right after FILE (-f job.sps --format json; "
+                             "-- ends them), and sparkscope FILE.py ARGS… works too. It is compiled first: a syntax "
                              "error runs nothing. A .py script stops at its first error, as python does; a script "
                              "of commands (.sps) goes on after a failed line, as psql -f does; either exits 1")
     parser.add_argument("-i", dest="init", metavar="FILE", help="run a script, then open the prompt")
@@ -165,18 +166,40 @@ def _may_name_subcommand(argv: list[str]) -> bool:
     return False
 
 
+# flags of ours that take no value
+_FLAGS = {"--reattach", "--no-color", "--detach", "--debug", "--version"}
+
+
+def _own_options_after(argv: list[str], start: int) -> int:
+    """Where the script's arguments begin after `-f FILE`: sparkscope's own options that follow FILE directly
+    (`-f pipeline.sps --format json`) are sparkscope's; the first other word, or `--`, begins the script's."""
+    index = start
+    while index < len(argv):
+        arg = argv[index]
+        name = arg.split("=", 1)[0]
+        if name in _VALUED and name not in ("-c", "-i") and "=" not in arg and index + 1 < len(argv):
+            index += 2
+        elif name in _VALUED and "=" in arg or arg in _FLAGS:
+            index += 1
+        else:
+            break
+    return index
+
+
 def split_script_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """sparkscope's own arguments, and the script's: everything after `-f FILE` (or after `FILE.py`,
-    which means `-f FILE.py`) belongs to the script, as with `python FILE ARGS…`."""
+    """sparkscope's own arguments, and the script's: what follows `-f FILE` belongs to the script (but
+    sparkscope's own options right after FILE, or before a `--`), and everything after `FILE.py`, which means
+    `-f FILE.py`, as with `python FILE ARGS…`."""
     index = 0
     while index < len(argv):
         arg = argv[index]
         if arg in ("server", "checkpoints", "--"):
             break
-        if arg == "-f" and index + 1 < len(argv):
-            return argv[: index + 2], argv[index + 2:]
-        if arg.startswith("-f") and not arg.startswith("--") and len(arg) > 2:
-            return argv[: index + 1], argv[index + 1:]
+        if arg == "-f" and index + 1 < len(argv) or arg.startswith("-f") and not arg.startswith("--") and len(arg) > 2:
+            after = index + (2 if arg == "-f" else 1)
+            script_at = _own_options_after(argv, after)
+            rest = argv[script_at:]
+            return argv[:script_at], rest[1:] if rest[:1] == ["--"] else rest
         if arg in _VALUED:
             index += 2
             continue

@@ -35,6 +35,16 @@ def test_format_json_is_one_object_per_command(remote_url):
                      {"command": "conf", "ok": True, "message": "spark.sql.shuffle.partitions = 2"}]
 
 
+def test_the_readme_s_script_with_format_json_after_it_prints_json(remote_url, tmp_path):
+    """`sparkscope -f pipeline.sps --format json`, as the README and --help write it: the format is sparkscope's,
+    not the script's sys.argv."""
+    script = tmp_path / "pipeline.sps"
+    script.write_text(":sql select 1 as a\nimport sys; print(sys.argv[1:])\n")
+    result = run_sparkscope("--remote", remote_url, "-f", str(script), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ['{"command": "sql", "ok": true, "rows": [{"a": 1}]}', "[]"]
+
+
 def test_file_with_a_stream_start_sql_and_stop(remote_url, tmp_path):
     data = tmp_path / "numbers"
     data.mkdir()

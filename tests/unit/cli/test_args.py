@@ -19,6 +19,17 @@ def test_what_follows_a_script_is_the_scripts_own_argv():
     assert split_script_args(["server", "start", "--port", "1"]) == (["server", "start", "--port", "1"], [])
 
 
+def test_sparkscope_s_own_options_right_after_the_script_are_sparkscope_s():
+    """`sparkscope -f pipeline.sps --format json`, as the README and --help write it: the format is sparkscope's; the
+    first other word, or `--`, begins the script's own arguments."""
+    from sparkscope.cli.args import split_script_args
+
+    assert split_script_args(["-f", "p.sps", "--format", "json"]) == (["-f", "p.sps", "--format", "json"], [])
+    assert split_script_args(["-f", "p.sps", "--format=json", "--debug", "in.csv", "--format", "csv"]) == (
+        ["-f", "p.sps", "--format=json", "--debug"], ["in.csv", "--format", "csv"])
+    assert split_script_args(["-f", "job.py", "--", "--format", "csv"]) == (["-f", "job.py"], ["--format", "csv"])
+
+
 @pytest.mark.parametrize("argv, subcommand", [
     (["--remote", "sc://spark.example:15002"], None),
     (["-c", "1", "--format", "json"], None),

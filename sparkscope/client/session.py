@@ -380,7 +380,8 @@ class Session:
             if target.session_id:  # rejoined (it has our marker): its running queries are this session's
                 session._book.adopt_active()
                 with swallowed("asking the catalog who holds the session"):
-                    session._rejoined_from = session.catalog.holder(session.url, session.session_id) or 0
+                    session._rejoined_from = session.catalog.holder(session.url, session.session_id,
+                                                                    this_process_too=True) or 0
             else:
                 with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
                     call(spark.conf.set, SESSION_MARKER, str(int(time.time())))

@@ -89,7 +89,8 @@ def test_usage_errors_are_one_line_and_lose_nothing(shell):
         ":start keep ss.source.rate(1)": "error: A query named 'keep' is already running. Stop it first (:stop keep) "
                                         "or pick another name.\n",
         ":start x ss.source.rate(1) --option nokey": "error: 'nokey' is not KEY=VALUE. Write --option key=value.\n",
-        ":peek keep --bogus": "error: Unknown option --bogus for :peek. Options: --where --order --vertical --export.\n",
+        ":peek keep --bogus": "error: Unknown option --bogus for :peek. Options: --where --order --vertical --export "
+                              "--force.\n",
         ":tail": "error: :tail needs a query name. Usage: :tail [NAME] [--follow] [--limit N] [--stop].\n",
         ":sql SELECT * FROM no_such_table": None,
     }

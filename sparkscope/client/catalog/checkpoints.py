@@ -3,6 +3,7 @@ record each belongs to, and pruning the ones no restartable query needs."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -129,6 +130,19 @@ def committed_batch(checkpoint: str) -> int | None:
     except OSError:
         return None
     return max(batches, default=None)
+
+
+def checkpoint_watermark(checkpoint: str) -> datetime.datetime | None:
+    """The watermark a checkpoint of this machine's newest batch ran with (its offsets log's batchWatermarkMs): what
+    a restarted query that has run no batch since judges by. None without one (no batch, or no watermark yet)."""
+    offsets = Path(checkpoint.removeprefix("file:")) / "offsets"
+    try:
+        newest = max((entry for entry in offsets.iterdir() if entry.name.isdigit()), key=lambda e: int(e.name))
+        metadata = json.loads(newest.read_text().splitlines()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    millis = int(metadata.get("batchWatermarkMs") or 0)
+    return datetime.datetime.fromtimestamp(millis / 1000, datetime.timezone.utc) if millis > 0 else None
 
 
 def parse_age(text: str) -> float:

@@ -212,12 +212,13 @@ class Catalog:
             db.execute("UPDATE sessions SET pid=NULL WHERE server=? AND session_id=? AND pid=?",
                        (server, session_id, os.getpid()))
 
-    def holder(self, server: str, session_id: str) -> int | None:
-        """The pid of another live process of this machine that holds the session, or None."""
+    def holder(self, server: str, session_id: str, *, this_process_too: bool = False) -> int | None:
+        """The pid of another live process of this machine that holds the session (or this process, if asked),
+        or None."""
         with self._db() as db:
             row = db.execute("SELECT pid FROM sessions WHERE server=? AND session_id=?", (server, session_id)).fetchone()
         pid = row[0] if row else None
-        if not pid or pid == os.getpid() or not _runs(int(pid)):  # gone (the SDK signals nobody)
+        if not pid or (pid == os.getpid() and not this_process_too) or not _runs(int(pid)):  # gone
             return None
         return int(pid)
 

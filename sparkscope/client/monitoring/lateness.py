@@ -20,13 +20,23 @@ class WatermarkSpec:
     delay: str
 
 
-def watermark_spec(plan: str) -> WatermarkSpec | None:
-    """The event-time column and delay of the plan's withWatermark (the first one, as Spark prints it)."""
+def watermark_specs(plan: str) -> list[WatermarkSpec]:
+    """The event-time column and delay of each withWatermark of the plan (a stream-stream join has one per side),
+    as Spark prints them, once each."""
+    found: list[WatermarkSpec] = []
     for line in plan.splitlines():
         match = _WATERMARK.search(line.strip())
         if match:
-            return WatermarkSpec(match.group(1).strip("`"), match.group(2).strip())
-    return None
+            spec = WatermarkSpec(match.group(1).strip("`"), match.group(2).strip())
+            if spec not in found:
+                found.append(spec)
+    return found
+
+
+def watermark_spec(plan: str) -> WatermarkSpec | None:
+    """The event-time column and delay of the plan's first withWatermark."""
+    specs = watermark_specs(plan)
+    return specs[0] if specs else None
 
 
 def parse_time(text: str) -> datetime:
@@ -57,15 +67,27 @@ class Verdict:
     last_keeping_batch: int | None
 
 
-def verdict(history: list[Progress], at: datetime) -> Verdict:
-    """Spark drops a row from a stateful operator once its event time is at or before the batch's
-    watermark (for a window: once the window's end is)."""
-    marks = [(p.batch_id, _watermark_time(p.watermark)) for p in history]
-    current = next((mark for _, mark in reversed(marks) if mark is not None), None)
+def late_marks(history: list[Progress]) -> list[tuple[int, datetime | None]]:
+    """(batch, the watermark its rows were judged by) for each batch of `history` (batches that ran, in order).
+    Spark judges a batch's rows late by the watermark of the batch before it (its eviction watermark is the
+    batch's own, which the next batch judges by): the first batch judges none late."""
+    judged: list[tuple[int, datetime | None]] = []
+    before: datetime | None = None
+    for progress in history:
+        judged.append((progress.batch_id, before))
+        before = _watermark_time(progress.watermark) or before
+    return judged
+
+
+def verdict(history: list[Progress], at: datetime, current: datetime | None = None) -> Verdict:
+    """Spark drops a row from a stateful operator once its event time (for a window: its end) is at or before
+    the watermark its batch is judged by: the watermark of the batch before it. A row that comes now is judged
+    by the newest watermark (`current`, when the history holds none: its checkpoint's)."""
+    marks = late_marks(history)
+    newest = next((mark for mark in (_watermark_time(p.watermark) for p in reversed(history)) if mark), current)
     dropping = next((batch for batch, mark in marks if mark is not None and at <= mark), None)
     keeping = [batch for batch, mark in marks if mark is None or at > mark]
-    return Verdict(at, current is not None and at <= current, current, dropping,
-                   keeping[-1] if keeping else None)
+    return Verdict(at, newest is not None and at <= newest, newest, dropping, keeping[-1] if keeping else None)
 
 
 def late_rows(history: list[Progress]) -> list[tuple[int, int]]:

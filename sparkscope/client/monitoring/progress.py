@@ -92,6 +92,12 @@ class Progress:
         return sum(s.dropped_by_watermark for s in self.state)
 
     @property
+    def ran(self) -> bool:
+        """A batch ran (wrote to its sink). Spark also reports, while no data comes, the next batch's id as a progress
+        of no batch (no addBatch): an idle report, not a batch."""
+        return "addBatch" in self.durations_ms
+
+    @property
     def json(self) -> str:
         return json.dumps(self.raw, indent=2, sort_keys=False)
 
@@ -177,6 +183,13 @@ def _offset(value: Any) -> Any:
 CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_second", "processed_rows_per_second",
                "batch_duration_ms") + tuple(f"{key}_ms" for key in OPERATION_KEYS) + (
                "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark", "offsets_behind")
+
+
+def batches_run(history: list[Progress]) -> list[Progress]:
+    """The progress of each batch that ran, once (a batch run again: its last report), in batch order; no idle
+    report of a batch that did not run."""
+    by_batch = {progress.batch_id: progress for progress in history if progress.ran}
+    return [by_batch[batch] for batch in sorted(by_batch)]
 
 
 def write_history(history: list[Progress], path: str | Path, *, replace: bool = False) -> int:

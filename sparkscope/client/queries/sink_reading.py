@@ -109,13 +109,16 @@ class SinkReader:
             return fetch(df, int(n))
 
     def query_plan(self, name: str) -> str:
-        """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""
+        """The extended plan of query `name`: a running one's own (once it ran a batch), else the plan the catalog
+        recorded."""
         from .._pyspark import dataframe_from_plan
 
         try:
             query = self._book.query(name)
             if query.state == "active":
-                return query.explain(extended=True)
+                explained = query.explain(extended=True)
+                if "Logical Plan ==" in explained:  # before its first batch Spark explains none: the recorded one
+                    return explained
         except QueryNotFound:
             pass
         record = self._s.catalog.require(self._s.url, name)

@@ -79,6 +79,22 @@ def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     return _table(ctx, name, df, opts, what + (f" after batch {batch}" if batch is not None else ""))
 
 
+def _checkpoint_watermark(ctx_session: Any, name: str) -> Any:
+    """The watermark in the checkpoint of `name` (a query that ran no batch since it started, or stopped), when its
+    files are on this machine; else None."""
+    from ...client.catalog.checkpoints import checkpoint_watermark
+    from ...client.errors import SparkscopeError
+    from ...client.state.store import checkpoint_of
+
+    if not ctx_session.target.on_this_machine:
+        return None
+    try:
+        _, checkpoint = checkpoint_of(ctx_session, name)
+    except SparkscopeError:
+        return None
+    return checkpoint_watermark(checkpoint)
+
+
 def _when(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else "-"
 
@@ -87,35 +103,48 @@ def _when(value: object) -> str:
          "the late rows dropped, and whether a row at --at TIME would be dropped",
          args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("at", "TIME"), valued("last", "N")))
 def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    from ...client.monitoring.lateness import late_rows, parse_time, verdict, watermark_spec
+    from ...client.errors import QueryNotFound
+    from ...client.monitoring.lateness import late_marks, late_rows, parse_time, verdict, watermark_specs
+    from ...client.monitoring.progress import batches_run
     from ..output.charts import watermark_chart_lines
     from ..output.render import terminal_width, watermark
 
     session = ctx.session
-    query = session.query(args[0])
-    spec = watermark_spec(session.query_plan(query.name))
-    if spec is None:
-        raise UsageError(f"{query.name} has no watermark, so no row is ever late for it",
+    try:
+        query = session.query(args[0])
+        name, history = query.name, batches_run(session.monitor.history(query.id) or query.history)
+    except QueryNotFound:  # stopped or lost in another session: what the catalog and its checkpoint say
+        name, history = args[0], []
+    specs = watermark_specs(session.query_plan(name))
+    if not specs:
+        raise UsageError(f"{name} has no watermark, so no row is ever late for it",
                          "Add withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or join")
-    history = session.monitor.history(query.id) or query.history
+    current = None if any(p.watermark and not p.watermark.startswith("1970") for p in history) else (
+        _checkpoint_watermark(session, name))
     last = int_option(opts.text("last"), "batches", minimum=1) if "last" in opts else 20
     dropped = late_rows(history)
-    said = [f"{query.name}: event time {spec.column}, delay {spec.delay}. A row is late, and dropped, once its "
-            "event time (its window's end, for a window) is at or before the watermark."]
+    times = " and ".join(f"{spec.column} (delay {spec.delay})" for spec in specs)
+    said = [f"{name}: event time {times}. Spark judges a batch's rows by the watermark of the batch before it: a row "
+            "whose event time (its window's end, for a window) is at or before it is late, and dropped."]
     said.append("Late rows dropped: " + (", ".join(f"{rows} in batch {batch}" for batch, rows in dropped)
                                           if dropped else "none so far") + ".")
-    results: list[Table | Message | Block] = [Message(" ".join(said), {"column": spec.column, "delay": spec.delay,
-                                                                      "dropped": dict(dropped)})]
-    rows = [[p.batch_id, p.timestamp[11:19], watermark(p.watermark), p.input_rows, p.dropped_by_watermark or ""]
-            for p in history[-last:]]
-    results.append(Table(["batch", "time", "watermark", "input rows", "dropped late"], rows,
-                         footer="(the watermark each batch ran with; a row at or before it is late)"))
+    if current is not None and not history:
+        said.append(f"Its checkpoint's watermark: {_when(current)} (no batch since it started).")
+    results: list[Table | Message | Block] = [Message(" ".join(said), {
+        "columns": [spec.column for spec in specs], "delays": [spec.delay for spec in specs],
+        "dropped": dict(dropped)})]
+    rows = [[p.batch_id, p.timestamp[11:19], _when(judged), watermark(p.watermark), p.input_rows,
+             p.dropped_by_watermark or ""] for p, (_, judged) in list(zip(history, late_marks(history)))[-last:]]
+    if rows:
+        results.append(Table(["batch", "time", "late at or before", "watermark after", "input rows", "dropped late"],
+                             rows, footer="(each batch's rows are judged by the watermark of the batch before; "
+                                          "its own watermark evicts old state)"))
     chart = watermark_chart_lines(history[-last:], min(terminal_width(), 120) - 1)
     if chart:
         results.append(Block("\n".join(chart)))
     if opts.text("at"):
         at = parse_time(str(opts.text("at")))
-        found = verdict(history, at)
+        found = verdict(history, at, current)
         now = ("would be dropped now" if found.dropped_now else "would be kept now") + (
             f" (watermark {_when(found.watermark)})" if found.watermark else " (no watermark yet)")
         since = (f"; dropped from batch {found.first_dropping_batch} on" if found.first_dropping_batch is not None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation, call
 from ...client.queries.dataframes import is_dataframe
-from ...client.monitoring.progress import Progress, write_history
+from ...client.monitoring.progress import Progress, batches_run, write_history
 from ...client.queries.planning import MODES, SINKS
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command, flag, key_values, multi, valued
 from ..output.render import behind, duration_ms, progress_charts, rate, short_id, sink_text, watermark
@@ -121,7 +121,9 @@ def queries(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
 
 # Spark's two rates measure different spans, so a short batch after a long one shows a high input/s
-RATES_LEGEND = "input/s: rows ÷ time since the previous batch; processed/s: rows ÷ batch duration"
+RATES_LEGEND = ("input/s and processed/s are Spark's own figures (inputRowsPerSecond: rows ÷ the time since the "
+                "previous batch began; processedRowsPerSecond: rows ÷ the batch's duration)")
+RECENT = 100  # progress reports looked through for the batches that ran
 PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
                     "state rows", "dropped", "behind"]
 
@@ -167,7 +169,8 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     else:  # one RPC lists the running queries; progress comes from the monitor's cache when it listens
         session.running()
         targets = session.known_queries()
-    histories = [(query, session.recent_progress(query, last)) for query in targets]
+    # the batches that ran (Spark's idle reports name the next batch, which has not run): the last `last`, or one
+    histories = [(query, batches_run(session.recent_progress(query, RECENT))[-(last or 1):]) for query in targets]
     if opts.flag("json"):
         items = [p.raw for _, history in histories for p in history]
         return Block("\n".join(json.dumps(i, indent=2) for i in items) or "[]", data=items)

@@ -32,15 +32,45 @@ def test_the_watermark_of_a_plan():
     assert watermark_spec("Aggregate [k#1]\n+- StreamingRelation x") is None
 
 
-def test_a_row_is_dropped_once_the_watermark_reaches_it():
+def test_a_row_is_dropped_once_the_watermark_of_the_batch_before_its_own_reaches_it():
+    """Spark judges a batch's rows by the watermark of the batch before it (batch 1 ran with 10:23:50, yet its rows
+    were judged by batch 0's: none): a row at 10:11:35 in batch 1 is kept, and in batch 2 dropped."""
     found = verdict(HISTORY, parse_time("2018-03-02 10:11:35"))
-    assert (found.dropped_now, found.first_dropping_batch, found.last_keeping_batch) == (True, 1, 0)
-    later = verdict(HISTORY, parse_time("2018-03-02T10:25:00Z"))
-    assert (later.dropped_now, later.first_dropping_batch, later.last_keeping_batch) == (True, 3, 2)
+    assert (found.dropped_now, found.first_dropping_batch, found.last_keeping_batch) == (True, 2, 1)
+    later = verdict(HISTORY, parse_time("2018-03-02T10:25:00Z"))  # only batch 3's own watermark reaches it
+    assert (later.dropped_now, later.first_dropping_batch, later.last_keeping_batch) == (True, None, 3)
     kept = verdict(HISTORY, parse_time("2018-03-02 11:00:00"))
     assert (kept.dropped_now, kept.first_dropping_batch, kept.last_keeping_batch) == (False, None, 3)
     assert verdict([p(0, None)], parse_time("2018-03-02 10:00:00")).dropped_now is False
     assert late_rows(HISTORY) == [(2, 1)]
+
+
+def test_with_no_batch_since_a_restart_the_checkpoint_s_watermark_judges():
+    from datetime import datetime, timezone
+
+    mark = datetime(2018, 3, 2, 10, 14, tzinfo=timezone.utc)
+    found = verdict([], parse_time("2018-03-02 10:10:00"), current=mark)  # its window would end at 10:10
+    assert (found.dropped_now, found.watermark) == (True, mark)
+
+
+def test_a_stream_stream_join_names_the_watermark_of_each_side():
+    from sparkscope.client.monitoring.lateness import watermark_specs
+
+    joined = ("Join Inner\n:- EventTimeWatermark impressionTime#3: timestamp, 2 hours\n"
+              "+- EventTimeWatermark clickTime#7: timestamp, 3 hours")
+    assert [(s.column, s.delay) for s in watermark_specs(joined)] == [("impressionTime", "2 hours"),
+                                                                      ("clickTime", "3 hours")]
+
+
+def test_an_idle_report_is_no_batch():
+    from sparkscope.client.monitoring.progress import batches_run
+
+    ran = {"addBatch": 5, "triggerExecution": 9}
+    history = [Progress.from_json({"batchId": 0, "durationMs": {"latestOffset": 1, "triggerExecution": 1}}),
+               Progress.from_json({"batchId": 0, "numInputRows": 2, "durationMs": ran}),
+               Progress.from_json({"batchId": 1, "numInputRows": 1, "durationMs": ran}),
+               Progress.from_json({"batchId": 2, "durationMs": {"latestOffset": 1, "triggerExecution": 1}})]
+    assert [(b.batch_id, b.input_rows) for b in batches_run(history)] == [(0, 2), (1, 1)]
 
 
 def test_an_event_time_that_is_not_one():

@@ -133,8 +133,9 @@ def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     results: list[Table | Message | Block] = [Message(" ".join(said), {
         "columns": [spec.column for spec in specs], "delays": [spec.delay for spec in specs],
         "dropped": dict(dropped)})]
-    rows = [[p.batch_id, p.timestamp[11:19], _when(judged), watermark(p.watermark), p.input_rows,
-             p.dropped_by_watermark or ""] for p, (_, judged) in list(zip(history, late_marks(history)))[-last:]]
+    judged = list(zip(history, late_marks(history), strict=True))[-last:]
+    rows = [[p.batch_id, p.timestamp[11:19], _when(mark), watermark(p.watermark), p.input_rows,
+             p.dropped_by_watermark or ""] for p, (_, mark) in judged]
     if rows:
         results.append(Table(["batch", "time", "late at or before", "watermark after", "input rows", "dropped late"],
                              rows, footer="(each batch's rows are judged by the watermark of the batch before; "

@@ -106,7 +106,8 @@ def test_keep_is_only_for_the_bounded_sink(ss, data_dir):
     assert [q.name for q in ss.running()] == []
 
 
-def test_a_bounded_query_restarts_from_its_checkpoint_and_keeps_what_it_kept_before(ss, data_dir):
+def test_a_bounded_query_restarts_from_its_checkpoint_with_its_keep_and_its_rows_start_again_from_its_next_batch(
+        ss, data_dir):
     _files(data_dir, batches=3)
     df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))
     query = ss.start(df, "again", keep="1k")
@@ -120,7 +121,7 @@ def test_a_bounded_query_restarts_from_its_checkpoint_and_keeps_what_it_kept_bef
     assert wait_for(lambda: restarted.progress, what="the batch's progress").batch_id == 3
 
 
-# The ring itself (a retried batch, time, complete mode, partitions): tests/unit/server/test_sink_jar.py, in a JVM.
+# The ring itself (a retried batch, time, complete mode, partitions): tests/unit/server/test_jar.py, in a JVM.
 def test_complete_mode_with_keep_shows_the_latest_result_only(ss, data_dir):
     _files(data_dir, batches=2)
     df = ss.spark.readStream.schema("id LONG").option("maxFilesPerTrigger", 1).json(str(data_dir))

@@ -29,6 +29,10 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
         queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
     except SparkscopeError as exc:  # a busy server: what this process knows runs is asked about, not dropped
         queries = [q for q in session.known_queries() if q.known_state() is None]
+        if _server_gone(session, exc):  # nothing to stop: the server's end ended them
+            session.close(stop_queries=False)
+            return (f"The server went away ({exc.message}): {', '.join(q.name for q in queries)} ended with it."
+                    if queries else None)
         if queries:
             ctx.err.write(f"note: the server did not list its running queries ({exc.message}); these are the ones "
                           "this process knows of.\n")
@@ -60,6 +64,17 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
         message = f"Stopped {', '.join(running)}." if running else None
     staying = _embedded_server_note(session) if ctx.interactive else None
     return "\n".join(m for m in (message, staying) if m) or None
+
+def _server_gone(session: Any, error: SparkscopeError) -> bool:
+    """The listing failed because the server is gone (refused, restarted), not because it is slow to answer."""
+    from ..client.errors import DeadlineExceeded, ServerUnreachable
+
+    if isinstance(error, DeadlineExceeded):
+        return False
+    explained = session.explain_error(error)
+    return isinstance(explained, ServerUnreachable) or explained.code in ("server_restarted", "session_changed",
+                                                                          "server_exited_out_of_memory")
+
 
 def _embedded_server_note(session: Any) -> str | None:
     """Say what stays behind: the embedded server keeps running (so queries can), and its memory."""

@@ -146,3 +146,29 @@ def test_a_server_restarted_under_a_session_with_the_same_token_is_named_as_rest
     assert "rows 4" in repl.run("print('rows', spark.range(4).count())")
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)
+
+
+def test_a_script_whose_server_died_says_its_queries_ended_with_it(own_server, tmp_path):
+    """Issue 55 row 14: the script's end used to say "Stopped k9q." of a query that the server's death had ended."""
+    import subprocess
+    import sys
+
+    local, port, env = own_server
+    script = tmp_path / "waits.sps"
+    script.write_text(":start k9q ss.source.rate(5)\nprint('started', flush=True)\n"
+                      "ss.query('k9q').await_termination()\n")
+    waiting = subprocess.Popen([sys.executable, "-m", "sparkscope.cli.main", "--remote", f"sc://localhost:{port}",
+                                "-f", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **env})
+    try:
+        assert waiting.stdout.readline().startswith("Started k9q") and waiting.stdout.readline() == "started\n"
+        os.kill(local.running().pid, signal.SIGKILL)  # the server this module started
+        _, err = waiting.communicate(timeout=120)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 1
+    assert err.strip().splitlines()[-1].startswith("The server went away (") and err.strip().endswith(
+        "): k9q ended with it."), err
+    assert "Stopped k9q" not in err
+    assert run_sparkscope("server", "start", "--port", str(port), env=env).returncode == 0  # for the tests after

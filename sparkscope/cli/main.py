@@ -136,7 +136,7 @@ def repl_main(args) -> int:
     def connect() -> None:
         executor.warm_up()  # after the first draw, on this thread, before the connecting thread imports pyspark
         executor.holder.connect_in_background(_opener(args, executor.holder.server_starting))
-        _report_connection_later(executor)
+        _report_connection_later(executor, rejoined=bool(getattr(args, "reattach", False)) and not args.session_id)
 
     if args.init:  # the init script needs the session before the prompt
         connect()
@@ -176,15 +176,18 @@ def _take_back_ctrl_c() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _report_connection_later(executor) -> None:
+def _report_connection_later(executor, rejoined: bool = False) -> None:
     import threading
 
     def watch() -> None:
         try:
             session = executor.holder.wait_connected()
             from ..client.logs import swallowed
-            from ..repl.commands.catalog import lost_note
+            from ..repl.commands.catalog import lost_note, rejoin_note
 
+            if rejoined:
+                with swallowed("saying which session was rejoined"):
+                    print(rejoin_note(session))
             with swallowed("looking for lost queries"):  # an extra: its failure is not the user's problem
                 note = lost_note(session)
                 if note:

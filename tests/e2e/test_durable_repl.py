@@ -172,3 +172,25 @@ def test_a_script_whose_server_died_says_its_queries_ended_with_it(own_server, t
         "): k9q ended with it."), err
     assert "Stopped k9q" not in err
     assert run_sparkscope("server", "start", "--port", str(port), env=env).returncode == 0  # for the tests after
+
+
+def test_reattach_names_the_session_it_rejoined_and_the_one_another_repl_works_in(own_server):
+    """Issue 55 row 49: --reattach while another REPL still works joined an older session without a word."""
+    local, port, env = own_server
+    url = f"sc://localhost:{port}"
+    working, busy = open_repl(url, env)
+    assert "Started kept_busy" in busy.run(":start kept_busy ss.source.rate(1)")
+    crashed, gone = open_repl(url, env)
+    assert "Started left_over" in gone.run(":start left_over ss.source.rate(1)")
+    crashed.kill(signal.SIGKILL)
+    crashed.close(force=True)
+    joined = spawn("--remote", url, "--reattach", env=env)
+    again = Repl(joined)
+    again.expect(r"Rejoined session [0-9a-f]{8}, where these queries run: left_over\. Session [0-9a-f]{8} is "
+                 rf"another sparkscope's \(pid {working.pid}\), left to it\.", timeout=60)  # once connected
+    again.prompt()
+    again.run(":stop left_over")
+    busy.run(":stop kept_busy")
+    for child in (joined, working):
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=30)

@@ -52,6 +52,17 @@ def lost_note(session: Session) -> str | None:
             ":queries --all lists the catalog.")
 
 
+def rejoin_note(session: Session) -> str:
+    """One line for --reattach: the session rejoined and what runs in it, and the sessions of other live
+    sparkscopes of this machine it left to them."""
+    names = ", ".join(q.name for q in session.known_queries() if q.known_state() is None) or "none"
+    held = [(known, pid) for known in session.catalog.last_sessions(session.url)
+            if known != session.session_id and (pid := session.catalog.holder(session.url, known)) is not None]
+    others = "; ".join(f"session {known[:8]} is another sparkscope's (pid {pid}), left to it" for known, pid in held)
+    return f"Rejoined session {short_id(session.session_id)}, where these queries run: {names}" + (
+        f". {others[:1].upper()}{others[1:]}" if others else "") + "."
+
+
 @command("restart", "Start a catalogued query again from its plan, sink and checkpoint (--lost: every lost one; "
          "--fresh: with a new checkpoint, after asking)",
          args=(Arg("NAME", optional=True, complete=Complete.QUERY),), options=(flag("lost"), flag("fresh"),

@@ -67,9 +67,9 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
 
 def _server_gone(session: Any, error: SparkscopeError) -> bool:
     """The listing failed because the server is gone (refused, restarted), not because it is slow to answer."""
-    from ..client.errors import DeadlineExceeded, ServerUnreachable
+    from ..client.errors import ConnectionFailed, DeadlineExceeded, ServerUnreachable
 
-    if isinstance(error, DeadlineExceeded):
+    if not isinstance(error, ConnectionFailed) or isinstance(error, DeadlineExceeded):
         return False
     explained = session.explain_error(error)
     return isinstance(explained, ServerUnreachable) or explained.code in ("server_restarted", "session_changed",

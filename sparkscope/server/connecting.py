@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client.errors import ConfigError, SparkscopeError
-from ..client.logs import swallowed
+from ..client.logs import log, swallowed
 from ..client.connection.remote import Target, resolve
 from ..client.session import KEEPALIVE_SECONDS, Session
 from .info import ServerInfo
@@ -69,6 +69,9 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
     (on `port`, or 15002 or the next free port after it)."""
     target = resolve(remote, profile=profile, token=token, session_id=session_id)
     server = LocalServer(server_home)
+    if target is not None and port is not None:
+        log.warning("--port names the embedded server's port, and is not used: sparkscope connects to %s",
+                    target.display)
     if target is not None:
         if target.token is None and target.on_this_machine:
             # our own embedded server, named by URL: its token is in our state dir (like Jupyter's)

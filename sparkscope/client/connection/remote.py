@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..logs import log
 from ..secrets import REDACTED, redact, remember_secret
 from .config import load_profiles
 from ..paths import config_file
@@ -212,6 +213,9 @@ def resolve(
                   (profile_data.get("token"), "profile")]
     if profile_data.get("token_env"):
         candidates.append((env.get(str(profile_data["token_env"])), "profile"))
+        if not env.get(str(profile_data["token_env"])) and not any(t for t, _ in candidates):
+            log.warning("profile '%s' takes its token from $%s, which is not set: connecting without a token",
+                        profile_name, profile_data["token_env"])
     chosen_token, token_source = next(((t, s) for t, s in candidates if t), (None, None))
     if session_id:
         validate_session_id(session_id)

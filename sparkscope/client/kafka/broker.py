@@ -89,6 +89,13 @@ def _unreachable(bootstrap: str, exc: BaseException) -> ServerUnreachable:
                              "Check the address and that the broker runs", code="kafka_unreachable")
 
 
+def _matches(name: str, pattern: str) -> bool:
+    """A topic name against `:topics PATTERN`: a glob when it has one of * ? [ (orders-*), else a part of the name."""
+    import fnmatch
+
+    return fnmatch.fnmatchcase(name, pattern) if any(c in pattern for c in "*?[") else pattern in name
+
+
 def topics(bootstrap: str, pattern: str | None = None, config: dict[str, str] | None = None) -> list[TopicInfo]:
     """Every topic (or those whose name contains `pattern`), with each partition's earliest and latest
     offset, internal topics left out."""
@@ -102,7 +109,7 @@ def topics(bootstrap: str, pattern: str | None = None, config: dict[str, str] | 
             raise _unreachable(bootstrap, exc) from exc
         out = []
         for name in sorted(metadata.topics):
-            if name.startswith("__") or (pattern and pattern not in name):
+            if name.startswith("__") or (pattern and not _matches(name, pattern)):
                 continue
             parts = []
             for part in sorted(metadata.topics[name].partitions):

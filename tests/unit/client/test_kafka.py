@@ -136,3 +136,10 @@ def test_topic_names_kafka_takes_pass():
     from sparkscope.client.kafka.broker import check_topic_name
 
     assert check_topic_name("clicks.v2_raw-1") == "clicks.v2_raw-1"
+
+
+def test_a_topics_pattern_is_a_glob_when_it_has_one_and_a_part_of_the_name_otherwise():
+    from sparkscope.client.kafka.broker import _matches
+
+    assert _matches("orders-eu", "orders-*") and not _matches("old-orders", "orders-*")
+    assert _matches("old-orders", "orders") and _matches("p1", "p*") and not _matches("ap1", "p*")

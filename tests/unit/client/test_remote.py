@@ -96,3 +96,17 @@ def test_a_host_name_past_dns_limits_is_one_line_not_an_idna_traceback(host):
 def test_ordinary_hosts_still_parse():
     assert parse_url("sc://spark.example.com:15002").host == "spark.example.com"
     assert parse_url("sc://[::1]:15002").host == "::1"
+
+
+def test_a_profile_s_token_env_that_is_not_set_is_said(tmp_path, caplog):
+    config = tmp_path / "c.toml"
+    config.write_text('[profiles.dev]\nremote = "sc://prof:3"\ntoken_env = "DEV_TOKEN"\n')
+    with caplog.at_level("WARNING", logger="sparkscope"):
+        picked = resolve(None, profile="dev", env={}, config_path=config)
+    assert picked.token is None
+    assert caplog.messages == ["profile 'dev' takes its token from $DEV_TOKEN, which is not set: connecting without "
+                               "a token"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sparkscope"):
+        assert resolve(None, profile="dev", env={"DEV_TOKEN": "t"}, config_path=config).token == "t"
+    assert caplog.messages == []

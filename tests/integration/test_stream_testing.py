@@ -108,3 +108,17 @@ def test_finds_nothing_running(sparkscope_session):
                            "--sparkscope-remote", remote_url], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_a_query_over_a_memory_source_is_recorded_as_not_restartable_and_says_why(ss):
+    """Issue 55 row 18: its restart from another session failed with SPARKSCOPE_FEED_GONE."""
+    from sparkscope.client.errors import UnsupportedOperation
+
+    src = ss.source.memory("k STRING")
+    query = ss.start(src.df, "fed_once")
+    query.stop()
+    record = ss.catalog.get(ss.url, "fed_once")
+    assert (record.restartable, record.reason) == (
+        False, "it reads a memory source (ss.source.memory), whose batches are its feeder's, and go with them")
+    with pytest.raises(UnsupportedOperation, match="^fed_once cannot be restarted: it reads a memory source"):
+        ss.restart("fed_once")

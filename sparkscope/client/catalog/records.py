@@ -287,6 +287,8 @@ def replay_problem(fields: list[tuple[str, str]], temp_views: set[str]) -> str |
     names = {name for name, _ in fields}
     if names & {"local_relation", "cached_local_relation", "cached_remote_relation"}:
         return "it reads data held in this session (a DataFrame built from a Python list or pandas)"
+    if any(name == "format" and value.endswith(".feed.FeedSource") for name, value in fields):
+        return "it reads a memory source (ss.source.memory), whose batches are its feeder's, and go with them"
     tables = {value.split(".")[-1].strip("`").lower() for name, value in fields if name == "unparsed_identifier"}
     sql_words = {word.lower() for name, value in fields if name == "query" for word in re.findall(r"\w+", value)}
     views = sorted((tables | sql_words) & {v.lower() for v in temp_views})

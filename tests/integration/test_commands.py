@@ -188,6 +188,37 @@ def test_a_checkpoint_is_deleted_only_by_the_record_that_made_it_and_used_by_no_
     assert os.path.isdir(g1)
 
 
+def test_a_restart_on_a_checkpoint_another_query_runs_on_says_spark_stopped_it(shell):
+    """Issue 55 row 43: :start said so, :restart did not."""
+    shell.run(":start ra ss.source.rate(5)")
+    checkpoint = shell.session.catalog.get(shell.session.url, "ra").checkpoint
+    shell.run(":stop ra")
+    ok, _, err = shell.run(f":start rb ss.source.rate(5) --checkpoint {checkpoint}")
+    assert ok, err
+    ok, out, err = shell.run(":restart ra")
+    assert ok, err
+    assert out.splitlines()[1] == (f"note: Spark stopped query rb as this query started: both use the checkpoint "
+                                   f"{checkpoint}, and Spark runs one query per checkpoint. Give each query a "
+                                   "checkpointLocation of its own"), out
+    shell.run(":stop --all")
+
+
+def test_starting_anew_a_stopped_query_that_could_resume_says_its_state_stays_behind(shell):
+    """Issue 55 row 48: the record was replaced without a word, and the earlier query's state orphaned."""
+    shell.run(":start wcount ss.source.rate(5).groupBy((col('value') % 2).alias('k')).count()")
+    first = shell.session.catalog.get(shell.session.url, "wcount").checkpoint
+    shell.run(":await wcount --timeout 3")
+    shell.run(":stop wcount")
+    ok, out, err = shell.run(":start wcount ss.source.rate(5).groupBy((col('value') % 3).alias('k')).count()")
+    assert ok, err
+    assert re.fullmatch(r"note: the catalog's record of the earlier wcount, stopped after batch \d+, is replaced by "
+                        rf"this query, which starts afresh: its checkpoint {re.escape(first)} stays, with its state\. "
+                        r"Restarting a stopped query \(ss\.restart\('wcount'\)\), not starting it anew, resumes it "
+                        r"from its checkpoint", out.splitlines()[-1]), out
+    assert os.path.isdir(first)
+    shell.run(":stop wcount")
+
+
 def test_a_checkpoint_sparkscope_made_that_was_deleted_is_made_again_as_sparkscope_s(shell):
     shell.run(":start remade ss.source.rate(5)")
     checkpoint = shell.session.catalog.get(shell.session.url, "remade").checkpoint

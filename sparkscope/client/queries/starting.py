@@ -142,9 +142,28 @@ class QueryStarter:
                          "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH, or "
                          "checkpoint=… in ss.start), or set that conf on the server")
         plan, problem = durable.replay_check(self._s.spark, df, sink)
+        replaced = self._resumable_record(name)
+        if replaced is not None:
+            notes.append(replaced)
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    def _resumable_record(self, name: str) -> str | None:
+        """What a new start of `name` says when the catalog holds a stopped `name` that could have resumed: its
+        record is replaced, and its checkpoint (with its state) stays, no longer the one :restart brings back."""
+        try:
+            record = self._s.catalog.get(self._s.url, name)
+        except CatalogError:
+            return None
+        if record is None or record.state == ACTIVE or not record.restartable or not record.checkpoint:
+            return None
+        after = (committed_batch(record.checkpoint) if self._s.target.on_this_machine else record.last_batch)
+        if after is None:
+            return None
+        return (f"the catalog's record of the earlier {name}, stopped after batch {after}, is replaced by this query, "
+                f"which starts afresh: its checkpoint {record.checkpoint} stays, with its state. Restarting a stopped "
+                f"query (ss.restart('{name}')), not starting it anew, resumes it from its checkpoint")
 
     def _check_name_free(self, name: str) -> None:
         """No query of this session runs under `name`, nor under a name that differs from it only in case."""

@@ -89,8 +89,9 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     return _restart_one(session, name, fresh=bool(opts.flag("fresh")))
 
 
-def _restart_one(session: Session, name: str, fresh: bool) -> Message:
-    return _restarted(session.restart(name, fresh=fresh))
+def _restart_one(session: Session, name: str, fresh: bool) -> Result:
+    query = session.restart(name, fresh=fresh)
+    return [_restarted(query), *(Message(f"note: {note}") for note in query.notes)]
 
 
 def _restarted(query: Query) -> Message:

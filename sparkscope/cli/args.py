@@ -98,8 +98,9 @@ def _server_parser(sub: Any) -> None:
     start.add_argument("--kafka", action="store_true",
                        help="add Spark's Kafka connector (spark-sql-kafka, downloaded from Maven Central by "
                             "spark.jars.packages); without it sparkscope's own Kafka source and sink are used")
-    start.add_argument("--restore", action="store_true",
-                       help="then restart, from their checkpoints, the catalogued queries that were running on it")
+    start.add_argument("--restore", nargs="*", metavar="NAME", default=None,
+                       help="then restart, from their checkpoints, the catalogued queries that were running on it; "
+                            "after it ran out of memory, those that ran then only when named (--restore NAME…)")
     start.add_argument("--no-token", action="store_true",
                        help="let any local user connect without a token (not recommended)")
     start.add_argument("--driver-memory", default=None, metavar="SIZE",

@@ -65,6 +65,8 @@ def _start(args: argparse.Namespace, server: LocalServer) -> int:
     conf = key_values(args.conf, "--conf spark.some.key=value")
     if args.kafka:
         conf = with_kafka_connector(conf)
+    died = server.out_of_memory_exit() if args.restore is not None else None  # read before the start's new marker
+    suspects = [record.name for record in server.ran_when_it_died()] if died else []
     try:
         started = server.start(port=args.port, master=args.master, conf=conf, timeout=args.timeout,
                                on_wait=waiting, require_token=not args.no_token, workers=args.workers,
@@ -98,25 +100,34 @@ def _start(args: argparse.Namespace, server: LocalServer) -> int:
     _emit(args, Message("\n".join(lines), {"url": started.url, "pid": started.pid, "version": started.version,
                                            "reused": started.reused, "auth": started.auth,
                                            "log": str(started.log), "ui": started.ui_url}))
-    return _restore(args, started) if args.restore else 0
+    return _restore(args, started, suspects) if args.restore is not None else 0
 
 
-def _restore(args: argparse.Namespace, info: ServerInfo) -> int:
+def _restore(args: argparse.Namespace, info: ServerInfo, suspects: list[str]) -> int:
     """Restart the catalogued queries that were running on this server when it stopped or died, in a
-    session left open on the server (they keep running after this command ends)."""
+    session left open on the server (they keep running after this command ends). After an out-of-memory exit,
+    those that ran then (`suspects`: one of them may have caused it) only when named."""
     from ..server.connecting import open_session
     from ..repl.prompt.terminal import command_name
 
+    skipped = [name for name in suspects if name not in args.restore]
     session = open_session(info.target(None), keepalive=0)
     try:
-        results = session.restart_lost()
+        results = session.restart_lost(skip=skipped)
     finally:
         session.close(stop_queries=False)
+    if skipped:
+        print(f"note: not restored, as they ran when the server ran out of memory: {', '.join(skipped)}. Restore "
+              f"one by name once it cannot take the server down again: {command_name()} server start --restore "
+              f"{skipped[0]}", file=sys.stderr)
+    from ..repl.commands.catalog import restarted
+
     restored = [outcome.name for _, outcome in results if not isinstance(outcome, SparkscopeError)]
     failed = [f"{record.name}: {outcome}" for record, outcome in results if isinstance(outcome, SparkscopeError)]
-    if restored:
-        text = (f"Restored {', '.join(restored)} from their checkpoints in session {session.session_id}. "
-                f"Reattach with: {command_name()} --reattach")
+    if restored:  # each says where it resumed: a checkpoint found empty starts over from batch 0, and says so
+        text = "\n".join([*(restarted(outcome).text for _, outcome in results if not isinstance(outcome,
+                                                                                                 SparkscopeError)),
+                          f"In session {session.session_id}. Reattach with: {command_name()} --reattach"])
     else:
         text = "No queries to restore: none of the catalogued queries was running on this server."
     _emit(args, Message(text, {"restored": restored, "session_id": session.session_id}))
@@ -200,6 +211,10 @@ def _status(args: argparse.Namespace, server: LocalServer) -> int:
     from ..server.sizing import local_master
 
     info = server.status()
+    died = server.out_of_memory_exit() if info is None else None
+    if died is not None:
+        return _emit(args, Message(f"No local server is running: {died.message[:1].lower()}{died.message[1:]}. "
+                                   f"{died.hint}", {"running": False, "out_of_memory": died.data}), 3)
     if info is None:
         left = server.processes()
         if left:

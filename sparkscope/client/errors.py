@@ -261,9 +261,9 @@ def foreign_checkpoint(text: str) -> str | None:
 
 _OOM = r"OutOfMemoryError(?::\s*([^\n\"]+))?"
 _GRPC_DETAILS = r"(?s)details = \"([^\"]*)\""  # a raw RpcError's text, when it has no details() to ask
-OOM_HINT = ("Stop a query that keeps every row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it "
-            "without sink='memory' (the default sink keeps the newest rows), or give the server more memory: "
-            "sparkscope.LocalServer().start(driver_memory='8g') after stopping it")
+OOM_HINT = ("ss.kept() lists what sparkscope keeps in the server's memory, and a query of sink='memory' keeps every "
+            "row; a call that collects a large result needs it all at once. Stop what holds most, or give the server "
+            "more memory: sparkscope.LocalServer().start(driver_memory='8g') after stopping it")
 
 
 def _is_grpc(exc: BaseException) -> bool:

@@ -348,10 +348,11 @@ class Session:
         where its last committed batch ended (`fresh`: with a new checkpoint; the old one is kept)."""
         return self._starter.restart(name, fresh=fresh)
 
-    def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
+    def restart_lost(self, skip: list[str] | None = None) -> list[tuple[Record, Query | SparkscopeError]]:
         """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
-        marking those that are gone from it); each with its new Query, or the error that kept it back."""
-        return self._starter.restart_lost()
+        marking those that are gone from it), but those named in `skip`; each with its new Query, or the error
+        that kept it back."""
+        return self._starter.restart_lost(skip)
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
@@ -499,6 +500,13 @@ class Session:
         """`error`, or what this session knows of its cause: the embedded server restarted under it
         (explain_restart), or a Python worker that could not start on a server whose Python lacks what it needs
         (what the server was found to lack, instead of "did not connect back in time")."""
+        embedded = self.target.source == "local" or self.target.token_source == "state"
+        if error.code == "server_out_of_memory" and self.here is not None and embedded:  # it exited: what ran on it
+            died = None
+            with swallowed("reading the embedded server's log"):
+                died = self.here.out_of_memory_exit()
+            if died is not None:
+                return died
         if error.code == "python_worker_failed":
             problem = None
             with swallowed("asking what the server's Python lacks"):

@@ -36,9 +36,9 @@ REPL_HINTS = {
                             ":server says what it lacks",
     "server_unknown": "Its log says more (sparkscope server logs, for the embedded server); a server that ran out "
                       "of memory ends calls this way",
-    "server_out_of_memory": "Stop a query that keeps every row (a --sink memory query of a raw stream) with "
-                            ":stop NAME, start it without --sink memory (the default sink keeps the newest rows), "
-                            "or give the server more memory: sparkscope server start --driver-memory 8g",
+    "server_out_of_memory": ":kept lists what sparkscope keeps in the server's memory, and a query of --sink memory "
+                            "keeps every row; a command that collects a large result needs it all at once. Stop what "
+                            "holds most, or give the server more memory: sparkscope server start --driver-memory 8g",
 }
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from . import log_writer
 from .class_cache import ClassCache
 from .cluster import Cluster, start_cluster
-from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory
+from ..client.catalog.records import ACTIVE, LOST, Catalog, Record
+from ..client.errors import AuthenticationFailed, ServerError, ServerOutOfMemory, SparkscopeError
 from ..client import delete_guard, file_lock
 from ..client.logs import log as logger, swallowed
 from ..client.paths import private_dir, state_dir, write_private
@@ -29,7 +30,7 @@ from ..client.connection.probe import port_open, probe, try_probe
 from .ports import next_free_port, port_for_server, wait_until_free
 from .processes import busy_threads, kill
 from .process_tree import SERVER_MARK, Spawned, describe, end, mark, spawned_by
-from ..client.connection.remote import TOKEN_ENV
+from ..client.connection.remote import TOKEN_ENV, local_target
 from ..client.secrets import remember_secret
 from .info import ServerInfo, holds_port, is_our_server
 from .log_file import ServerLog, startup_stage
@@ -38,6 +39,7 @@ from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
 
 STATE_FILE = "server.json"
+LAST_STATE_FILE = "last-server.json"  # the state of the server that ran last, once it stopped or died
 START_LOCK_FILE = "start.lock"
 TOKEN_FILE = "token"
 LOG_FILE = "server.log"
@@ -59,6 +61,17 @@ def _finish_spawning() -> None:
 
 
 atexit.register(_finish_spawning)
+
+
+def _held(record: Record) -> str:
+    """What a catalogued query kept in the server's memory, in a few words."""
+    if record.sink == "bounded":
+        from ..client.queries.planning import parse_keep
+
+        return f"bounded sink, {parse_keep(record.keep)}"
+    if record.sink == "memory":
+        return "memory sink: every row" if record.mode != "complete" else "memory sink: its result"
+    return f"{record.sink} sink"
 
 
 class LocalServer:
@@ -107,12 +120,13 @@ class LocalServer:
         return self.home / "warehouse"
 
     # -- state file -----------------------------------------------------------------------------
-    def _read_state(self) -> ServerInfo | None:
+    def _read_state(self, last: bool = False) -> ServerInfo | None:
+        """The running server's state (`last`: the state of the one that ran last, once it stopped or died)."""
         try:
-            data = json.loads(self.state_path.read_text())
+            data = json.loads((self.state_path.with_name(LAST_STATE_FILE) if last else self.state_path).read_text())
             return ServerInfo(pid=int(data["pid"]), port=int(data["port"]), started_at=float(data["started_at"]),
                               log=Path(data.get("log", self.log_path)), ready=bool(data.get("ready")),
-                              token=self.token() if data.get("auth") else None,
+                              token=self.token() if data.get("auth") and not last else None,
                               cluster=Cluster.from_json(data["cluster"]) if data.get("cluster") else None,
                               driver_memory=data.get("driver_memory"), class_recording=data.get("class_recording"),
                               ui_port=data.get("ui_port"))
@@ -133,7 +147,8 @@ class LocalServer:
             recorded = self._read_state()
             if recorded is not None and recorded.pid != of_pid:
                 return
-        delete_guard.remove_file(self.state_path)
+        if self.state_path.exists():  # kept as the last server's: what ran when it died is read from it
+            delete_guard.replace(self.state_path, self.state_path.with_name(LAST_STATE_FILE))
         delete_guard.remove_file(self.token_path)
 
     def running(self) -> ServerInfo | None:
@@ -156,8 +171,24 @@ class LocalServer:
 
     def out_of_memory_exit(self) -> ServerOutOfMemory | None:
         """When the server is gone and its log (since its last start) ends in the JVM's exit on an
-        OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
-        return None if self.alive() is not None else self.log.out_of_memory_exit()
+        OutOfMemoryError (-XX:+ExitOnOutOfMemoryError): what ran out, when, and what ran on it, as the error to
+        show."""
+        if self.alive() is not None:
+            return None
+        return self.log.out_of_memory_exit(ran=", ".join(f"{r.name} ({_held(r)})" for r in self.ran_when_it_died()))
+
+    def ran_when_it_died(self) -> list[Record]:
+        """The catalogued queries that were running on this server when it last stopped or died (its port's records
+        still running, or marked lost since)."""
+        info = self._read_state() or self._read_state(last=True)
+        if info is None:
+            return []
+        url = local_target(info.port).with_session(None).display
+        try:
+            records = Catalog.in_home(self.home).records(url)
+        except SparkscopeError:
+            return []
+        return [r for r in records if r.state in (ACTIVE, LOST) and r.started_at >= info.started_at]
 
     def busy_tasks(self, window: float = 1.0, info: ServerInfo | None = None) -> list[float] | None:
         """The cores each computing Spark task of this server uses now (sampled over `window` seconds); None

@@ -76,9 +76,10 @@ class ServerLog:
                 return line.strip()[:200]
         return lines[-1].strip()[:200]
 
-    def out_of_memory_exit(self) -> ServerOutOfMemory | None:
+    def out_of_memory_exit(self, ran: str = "") -> ServerOutOfMemory | None:
         """When the log (since its last start) ends in the JVM's exit on an OutOfMemoryError
-        (-XX:+ExitOnOutOfMemoryError): what ran out, as the error to show."""
+        (-XX:+ExitOnOutOfMemoryError): what ran out and when (the log's last write), as the error to show; `ran`:
+        what ran on it then ("big (bounded sink, last 10,000 rows), …"), from the catalog."""
         if not self.path.exists():
             return None
         with open(self.path, "rb") as fh:
@@ -87,10 +88,13 @@ class ServerLog:
         match = _OOM_EXIT.search(text.rsplit(START_MARKER, 1)[-1])
         if match is None:
             return None
-        return ServerOutOfMemory(f"The Spark server ran out of memory ({match.group(1).strip()}) and exited",
-                                 "Start it again with its queries: sparkscope server start --restore (add "
-                                 "--driver-memory 8g for more memory; queries of the memory sink keep every row)",
-                                 "OutOfMemoryError", code="server_exited_out_of_memory")
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.path.stat().st_mtime))
+        running = f"; these queries ran on it: {ran}" if ran else ""
+        return ServerOutOfMemory(f"The Spark server ran out of memory ({match.group(1).strip()}) and exited at "
+                                 f"{at}{running}", "Start it again: sparkscope server start --restore (a query that ran "
+                                 "when it died is restored only when named: --restore NAME; --driver-memory 8g gives "
+                                 "it more memory)", "OutOfMemoryError", code="server_exited_out_of_memory",
+                                 data={"at": at, "ran": ran})
 
     def lines(self, token: str | None, follow: bool = False, last: int = 200) -> Iterator[str]:
         """The log's last lines, tokens hidden: pyspark's foreachBatch worker (the default sink's too) logs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 import signal
 from pathlib import Path
@@ -97,8 +98,11 @@ def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
         if cycle % 3 == 0:  # the server and its queries back in one command
             restored = run_sparkscope("server", "start", "--port", str(port), "--restore")
             assert restored.returncode == 0, restored.stderr
-            running = ", ".join(["durable", *extras]) if cycle == 0 else "durable"
-            assert f"Restored {running} from their checkpoints in session " in restored.stdout, restored.stdout
+            running = ["durable", *extras] if cycle == 0 else ["durable"]
+            said = restored.stdout.splitlines()
+            assert [re.match(r"Restarted (\w+) \(id [0-9a-f]{8}\) from its checkpoint", line).group(1)
+                    for line in said if line.startswith("Restarted ")] == running, restored.stdout
+            assert said[-1].startswith("In session ") and said[-1].endswith(" --reattach"), restored.stdout
             ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
             query = ss.query("durable")
             for name in extras if cycle == 0 else []:  # each of the bounded sinks started together runs
@@ -170,7 +174,7 @@ def test_seed_004_on_kafka_survives_a_kill_of_the_server_without_a_record_lost_o
     kafka_broker.produce(topic, [json.dumps({"userId": user, "amount": amount}) for user, amount in sent[40:]])
     restored = run_sparkscope("server", "start", "--port", str(port), "--restore")
     assert restored.returncode == 0, restored.stderr
-    assert "Restored kafka_totals from their checkpoints" in restored.stdout
+    assert re.search(r"^Restarted kafka_totals \(id [0-9a-f]{8}\) from its checkpoint", restored.stdout, re.M)
     ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
     expected = {user: (sum(a for u, a in sent if u == user), sum(1 for u, _ in sent if u == user))
                 for user in ("u0", "u1", "u2", "u3")}

@@ -486,12 +486,13 @@ class QueryStarter:
             with swallowed(f"making the checkpoint folder {folder} again"):
                 make_fresh(folder, name)
 
-    def restart_lost(self) -> list[tuple[Record, Query | SparkscopeError]]:
+    def restart_lost(self, skip: list[str] | None = None) -> list[tuple[Record, Query | SparkscopeError]]:
         """Start again, from their checkpoints, the catalogued queries of this server that were lost (after
-        marking those that are gone from it); each with its new Query, or the error that kept it back."""
+        marking those that are gone from it), but those named in `skip`; each with its new Query, or the error
+        that kept it back."""
         self._book.lost_queries()
         restarted: list[tuple[Record, Query | SparkscopeError]] = []
-        for record in [r for r in self._s.catalog.records(self._s.url) if r.state == LOST]:
+        for record in [r for r in self._s.catalog.records(self._s.url) if r.state == LOST and r.name not in (skip or ())]:
             try:
                 restarted.append((record, self.restart(record.name)))
             except SparkscopeError as exc:

@@ -75,7 +75,7 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         results = session.restart_lost()
         if not results:
             return Message("No lost queries in the catalog.")
-        return [_restarted(outcome) if isinstance(outcome, Query) else
+        return [restarted(outcome) if isinstance(outcome, Query) else
                 Message(f"error: could not restart {record.name}: {outcome}") for record, outcome in results]
     if not args:
         raise UsageError(":restart needs a query name, or --lost", f"Usage: {restart.usage}")
@@ -91,10 +91,10 @@ def restart(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
 def _restart_one(session: Session, name: str, fresh: bool) -> Result:
     query = session.restart(name, fresh=fresh)
-    return [_restarted(query), *(Message(f"note: {note}") for note in query.notes)]
+    return [restarted(query), *(Message(f"note: {note}") for note in query.notes)]
 
 
-def _restarted(query: Query) -> Message:
+def restarted(query: Query) -> Message:
     """What a restart says: whether it resumed from its checkpoint and after which batch (as the checkpoint's
     own files said just before, on this machine), and where it writes."""
     resumption = query.resumption

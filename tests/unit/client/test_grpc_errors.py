@@ -54,10 +54,10 @@ def failure(channel, code: str, message: str = "", timeout: float | None = None)
 def test_an_out_of_memory_server_is_one_line_that_says_what_to_do(channel):
     error = translate(failure(channel, "UNKNOWN", "java.lang.OutOfMemoryError: Java heap space"))
     assert isinstance(error, ServerOutOfMemory)
-    assert str(error) == ("The Spark server ran out of memory (Java heap space). Stop a query that keeps every "
-                          "row (sink='memory' on a raw stream): ss.query('NAME').stop(), start it without "
-                          "sink='memory' (the default sink keeps the newest rows), or give the server more "
-                          "memory: sparkscope.LocalServer().start(driver_memory='8g') after stopping it.")
+    assert str(error) == ("The Spark server ran out of memory (Java heap space). ss.kept() lists what sparkscope "
+                          "keeps in the server's memory, and a query of sink='memory' keeps every row; a call that "
+                          "collects a large result needs it all at once. Stop what holds most, or give the server "
+                          "more memory: sparkscope.LocalServer().start(driver_memory='8g') after stopping it.")
     assert repl_text(error).startswith("The Spark server ran out of memory (Java heap space). Stop a query that "
                                        "keeps every row (a --sink memory query of a raw stream) with :stop NAME,")
 

@@ -58,8 +58,8 @@ def test_an_out_of_memory_server_is_one_line_that_says_what_to_do(channel):
                           "keeps in the server's memory, and a query of sink='memory' keeps every row; a call that "
                           "collects a large result needs it all at once. Stop what holds most, or give the server "
                           "more memory: sparkscope.LocalServer().start(driver_memory='8g') after stopping it.")
-    assert repl_text(error).startswith("The Spark server ran out of memory (Java heap space). Stop a query that "
-                                       "keeps every row (a --sink memory query of a raw stream) with :stop NAME,")
+    assert repl_text(error).startswith("The Spark server ran out of memory (Java heap space). :kept lists what "
+                                       "sparkscope keeps in the server's memory,")
 
 
 def test_unknown_is_one_line_pointing_at_the_log(channel):

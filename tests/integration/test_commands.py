@@ -219,6 +219,23 @@ def test_starting_anew_a_stopped_query_that_could_resume_says_its_state_stays_be
     shell.run(":stop wcount")
 
 
+def test_feed_finds_a_query_before_its_first_batch_and_shows_a_complete_mode_result(shell):
+    """Issue 55 rows 10 and 11: right after :start, the query had reported no batch and was not found (the
+    recorded plan's options were not read: a protobuf map); a complete-mode query's result was never shown."""
+    shell.run("src = ss.source.memory('k STRING')")
+    shell.run("src.add([('a',)])")
+    ok, _, err = shell.run(":start fresh_counts src.df.groupBy('k').count()")
+    assert ok, err
+    ok, out, err = shell.run(":feed src ('b',), ('b',)")
+    assert ok, err
+    lines = out.splitlines()
+    assert lines[0] == "Added batch 1 of src (2 rows)"
+    assert re.fullmatch(r"fresh_counts, its result after batch \d+", lines[1]), out
+    assert sorted(tuple(cell.strip() for cell in row.split("|")[1:3]) for row in lines
+                  if row.startswith("| ") and "count" not in row) == [("a", "1"), ("b", "2")], out
+    assert "no running query reads it" not in out
+
+
 def test_a_checkpoint_sparkscope_made_that_was_deleted_is_made_again_as_sparkscope_s(shell):
     shell.run(":start remade ss.source.rate(5)")
     checkpoint = shell.session.catalog.get(shell.session.url, "remade").checkpoint

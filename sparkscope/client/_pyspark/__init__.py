@@ -373,6 +373,12 @@ def plan_fields(data: bytes) -> list[tuple[str, str]]:
                 found.append((field.name, value if isinstance(value, str) else ""))
                 continue
             found.append((field.name, ""))
+            if field.message_type.GetOptions().map_entry:  # a map (a read's options): its entries, as key and value
+                for key, item in value.items():
+                    found += [("key", str(key)), ("value", item if isinstance(item, str) else "")]
+                    if isinstance(item, Message):
+                        stack.append(item)
+                continue
             repeated = getattr(field, "is_repeated", None)  # protobuf 6; `label` before it
             if repeated is None:
                 repeated = field.label == field.LABEL_REPEATED

@@ -397,7 +397,7 @@ class QueryStarter:
                                             f"({translate(exc).message})")
         self._ended_before_registered(query)
         if problem:  # a library does not print: Query.restart_note says it, and the REPL shows it
-            log.info("%s cannot be restarted from the catalog: %s", name, problem)
+            log.debug("%s cannot be restarted from the catalog: %s", name, problem)
         return query
 
     def _took_over(self, query: Query, users: list[CheckpointUser]) -> None:

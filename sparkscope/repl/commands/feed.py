@@ -40,7 +40,15 @@ def feed(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     for query in readers:
         query.process_all_available()
         said += _changes(query, before[query.id])
+        if query.sink == "memory":  # complete mode's result table: the whole result, after the batch
+            result = ctx.session.peek(query, RESULT_ROWS)
+            said.append(Table(result.columns, [list(row) for row in result.rows],
+                              title=f"{query.name}, its result after batch {query.progress.batch_id}"
+                              if query.progress else f"{query.name}, its result", footer=f"({_rows(len(result))})"))
     return said
+
+
+RESULT_ROWS = 1000  # rows of a complete-mode query's result :feed shows
 
 
 def _several(given: object) -> bool:
@@ -100,7 +108,7 @@ def _changes(query: Query, since: str) -> list[Table | Message | Block]:
     if watermark and not watermark.startswith("1970-01-01"):
         said.append(Message(f"{query.name}: watermark {shown_watermark(watermark)} "
                             "(a row at or before it is late from the next batch on)"))
-    elif not said:
+    elif not said and query.sink != "memory":
         said.append(Message(f"{query.name}: processed, no batch wrote rows"))
     return said
 

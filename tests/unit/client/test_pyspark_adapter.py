@@ -58,3 +58,17 @@ def test_every_private_name_in_the_adapter_is_listed():
             and ast.unparse(node.value) not in ("self",)}
     listed = {attribute for _, attribute in _pyspark.INTERNALS}
     assert used - listed == set()
+
+
+def test_the_fields_of_a_plan_include_a_read_s_options_a_protobuf_map():
+    """A read's options are a map in the Relation: under protobuf 7 they were skipped, and :feed could not find the
+    query of a memory source before its first batch."""
+    from pyspark.sql.connect.proto import Relation
+
+    from sparkscope.client._pyspark import plan_fields
+
+    relation = Relation()
+    relation.read.data_source.format = "sparkscope.v2.feed.FeedSource"
+    relation.read.data_source.options["feed"] = "sparkscope_feed_1"
+    fields = plan_fields(relation.SerializeToString())
+    assert ("key", "feed") in fields and ("value", "sparkscope_feed_1") in fields

@@ -206,29 +206,14 @@ def _run_file(executor, path: str) -> bool:
     `python FILE` does; a script of commands (.sps, or any other name) goes on after a failed line, as a SQL
     client's -f does, and exits non-zero."""
 
-    from ..repl.commands.registry import split_commands
-    from ..repl.prompt.statements import first_syntax_error, numbered_statements
-    from ..repl.python_input import syntax_error_text
+    from ..repl.executor import has_commands
 
     text = _script_text(path)
     name = "<stdin>" if path == "-" else path
     stops = name.endswith(".py")
-    if stops and not _has_commands(text):  # the whole file at once, as python compiles and runs it
+    if stops and not has_commands(text):  # the whole file at once, as python compiles and runs it
         return executor.run(text, filename=name)
-    pieces = list(numbered_statements(text))
-    broken = first_syntax_error(pieces, name)
-    if broken is not None:
-        executor.err.write(syntax_error_text(broken))
-        return False
-    ok = True
-    for line, piece in pieces:
-        if executor.exit_requested:  # exit(), quit() or :quit end the script
-            return ok
-        for item in split_commands(piece) if piece.startswith(":") else [piece]:
-            ok = executor.run(item, filename=name, first_line=line) and ok
-        if not ok and stops:
-            return False
-    return ok
+    return executor.run_script(text, filename=name, stops=stops)
 
 
 def _script_text(path: str) -> str:
@@ -251,12 +236,6 @@ def _script_text(path: str) -> str:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not {exc.encoding} text (byte {exc.start} cannot be decoded)",
                           "Save the script as UTF-8, or name its encoding in a coding line") from None
-
-
-def _has_commands(text: str) -> bool:
-    """Whether a line of the script may be a colon command or a magic (a line of a string that starts so counts
-    too: such a script runs statement by statement, which reads strings right; one with none runs whole)."""
-    return any(line.lstrip().startswith((":", "%")) for line in text.splitlines())
 
 
 def _script_path(file: str | None) -> str:

@@ -24,6 +24,12 @@ from .session_holder import SessionHolder
 # before any of it loads (`make bench`, bench_prompt.py).
 
 
+def has_commands(text: str) -> bool:
+    """Whether a line of a script (or a paste) may be a colon command or a magic (a line of a string that starts so
+    counts too: such a text runs statement by statement, which reads strings right; one with none runs whole)."""
+    return any(line.lstrip().startswith((":", "%")) for line in text.splitlines())
+
+
 class Executor:
     """Runs what the user types: Python, colon commands, magics. It holds the REPL's session (`holder`, which may
     still be connecting) and is the context its commands see (context.py's CommandContext)."""
@@ -166,10 +172,19 @@ class Executor:
 
     def run(self, text: str, *, filename: str = "<input>", first_line: int = 1) -> bool:
         """Run one input (a colon command or Python source). True when it succeeded. A script's piece names its
-        file and the line it starts on, so that a traceback names them as Python's would."""
+        file and the line it starts on, so that a traceback names them as Python's would. Several lines holding a
+        colon command (a paste of Python and commands) run statement by statement, as `-f` runs them."""
         if not text.strip():
             return True
         self.warm_up()
+        if "\n" in text.strip() and has_commands(text):
+            return self.run_script(text, filename=filename, stops=False)
+        return self._run_one(text, filename, first_line)
+
+    def _run_one(self, text: str, filename: str, first_line: int) -> bool:
+        """Run one statement: a colon command, a magic, or Python source."""
+        if not text.strip():
+            return True
         try:
             if text.lstrip().startswith(":"):
                 return self._run_command(text.strip())
@@ -183,6 +198,29 @@ class Executor:
 
             self.err.write(CANCELLED + "\n")
             return False
+
+    def run_script(self, text: str, *, filename: str, stops: bool) -> bool:
+        """Run a script's text statement by statement: compiled first (a syntax error anywhere runs nothing and
+        names its file and line), each colon command line on its own. `stops`: at the first failure (as `python
+        FILE` does); else it goes on after a failed line, as a SQL client's -f does, and says it failed."""
+        from .commands.registry import split_commands
+        from .prompt.statements import first_syntax_error, numbered_statements
+        from .python_input import syntax_error_text
+
+        pieces = list(numbered_statements(text))
+        broken = first_syntax_error(pieces, filename)
+        if broken is not None:
+            self.err.write(syntax_error_text(broken))
+            return False
+        ok = True
+        for line, piece in pieces:
+            if self.exit_requested:  # exit(), quit() or :quit end the script
+                return ok
+            for item in split_commands(piece) if piece.startswith(":") else [piece]:
+                ok = self._run_one(item, filename, line) and ok
+            if not ok and stops:
+                return False
+        return ok
 
     def _replace_stopped_session(self) -> None:
         """spark.stop() ran on this session: a new one takes its place (habits/sessions.py)."""

@@ -213,3 +213,12 @@ def test_ctrl_c_stops_a_python_cell_and_nothing_of_it_runs_behind_the_prompt(rem
     finally:
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=30)
+
+
+def test_a_bracketed_paste_of_python_and_a_command_runs_each_line(repl):
+    """Issue 55 row 21: the paste arrived as one input and was compiled as Python: a SyntaxError, and nothing ran."""
+    repl.child.send("\x1b[200~x = 1\r:start pasted ss.source.rate(1)\ry = x + 1\x1b[201~\r")
+    out = repl.prompt()
+    assert "Started pasted " in out and "SyntaxError" not in out, out
+    assert repl.run("print('y is', y)").strip().endswith("y is 2")
+    repl.run(":stop pasted")

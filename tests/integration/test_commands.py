@@ -106,6 +106,17 @@ def test_usage_errors_are_one_line_and_lose_nothing(shell):
     assert re.search(r"\| keep\s+\| [0-9a-f]{8} \| active", out), "a bad input lost the running query"
 
 
+def test_a_paste_of_python_and_commands_runs_line_by_line_as_a_script_does(shell):
+    """Issue 55 row 21: a bracketed paste arrives as one input; it was compiled as Python (a SyntaxError, nothing
+    ran), or the second command became the first one's expression."""
+    ok, out, err = shell.run("x = 1\n:start pc ss.source.rate(1)\ny = x + 1")
+    assert ok and out.startswith("Started pc ") and err == "", (out, err)
+    assert (shell.executor.namespace["x"], shell.executor.namespace["y"]) == (1, 2)
+    ok, out, err = shell.run(":start pd ss.source.rate(1)\n:queries")
+    assert ok, err
+    assert out.startswith("Started pd ") and re.search(r"\| pd\s+\| [0-9a-f]{8} \| active", out), out
+
+
 def test_a_script_with_a_blank_line_inside_a_def_runs(shell, tmp_path):
     from sparkscope.cli.main import _run_file
 

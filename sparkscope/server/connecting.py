@@ -83,6 +83,8 @@ def resolve_target(remote: str | None = None, *, token: str | None = None, profi
     if info is not None and port is not None and info.port != port:
         raise ConfigError(f"The local server already runs on port {info.port}, not {port}",
                           "Leave out --port, or stop it first: sparkscope server stop")
+    if info is not None and not info.ready:  # another sparkscope is starting it (`server start &`): wait for it
+        info = server.start(port=port, on_wait=on_server_wait, token=token)
     if info is None:
         if not start_server:
             raise ConfigError("No remote is configured and the local server is not running",

@@ -497,6 +497,27 @@ def test_two_cold_starts_at_once_start_one_server_that_status_sees_and_stop_stop
             assert _kill_servers_under(home) == [], "a server ran that no state file named"
 
 
+def test_a_command_run_while_server_start_starts_it_waits_for_it(tmp_path):
+    """Issue 55 row 20: `sparkscope server start &`, then `sparkscope -c …` a second later, said the server could
+    not be reached (its state file named a server not answering yet) and exited 2."""
+    home, port = tmp_path / "sparkscope", free_port()
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    env["XDG_STATE_HOME"] = str(tmp_path)
+    starting = subprocess.Popen([sparkscope_bin(), "server", "start", "--port", str(port)], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (home / "server.json").exists() or starting.poll() is not None, 120,
+                 what="the start to write the server's state")
+        ran = subprocess.run([sparkscope_bin(), "-c", "print('rows', spark.range(3).count())"], env=env, text=True,
+                             capture_output=True, timeout=300)
+        assert (ran.returncode, ran.stdout.splitlines()[-1:]) == (0, ["rows 3"]), ran.stderr
+        assert starting.wait(timeout=300) == 0
+    finally:
+        if starting.poll() is None:
+            starting.kill()
+        LocalServer(home).stop(grace=10)
+
+
 def _java_servers_under(home: Path) -> list[int]:
     """The pids of Spark Connect server JVMs whose command line names the state dir `home`."""
     found = []

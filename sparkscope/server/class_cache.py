@@ -69,6 +69,7 @@ class ClassCache:
         setting = os.environ.get(CACHE_ENV) or ""
         self.enabled = setting != "off"  # SPARKSCOPE_CLASS_CACHE=off: no archive, recorded or used
         self.folder = Path(setting) if setting and self.enabled else home / FOLDER
+        self.home = home  # the state dir of the server this cache serves
         self.key = archive_key(java, pyspark_home)
         self.archive = self.folder / f"server-{self.key}.jsa"
         self.records = os.environ.get(RECORD_ENV) == "1"
@@ -113,7 +114,10 @@ class ClassCache:
             fd = delete_guard.open_fd(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except OSError:
             return None  # one is recording now
-        env = {**os.environ, CACHE_ENV: str(self.folder), RECORD_ENV: "1"}
+        from .process_tree import SERVER_MARK, mark
+
+        # it carries the mark of the server whose start began it: that server's stop ends it (and it, its own)
+        env = {**os.environ, CACHE_ENV: str(self.folder), RECORD_ENV: "1", SERVER_MARK: mark(self.home)}
         proc = subprocess.Popen([sys.executable, "-m", "sparkscope.server.class_recording", str(self.folder), str(after)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True)

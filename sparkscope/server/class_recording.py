@@ -46,10 +46,12 @@ def wait_until_idle(pid: int, lock: Path) -> None:
 
 
 def record(folder: Path, after: int | None = None) -> None:
+    server = LocalServer(private_dir(folder / "recorder"))
     try:
         if after is not None:
             wait_until_idle(after, folder / RECORDER_LOCK)
-        server = LocalServer(private_dir(folder / "recorder"))
+        if after is not None and cpu_seconds(after) is None and Path("/proc/self").exists():
+            return  # the server it waited for has stopped: nothing of its start outlives its stop
         info = server.start(port=free_port(), timeout=600)
         try:
             with swallowed("running the recording server's query"):  # the start's classes are the most
@@ -63,9 +65,21 @@ def record(folder: Path, after: int | None = None) -> None:
         finally:
             server.stop()
     finally:
+        server.stop(grace=3)  # a recording cut short by the stop of the server it served (SIGTERM): its JVM too
         delete_guard.remove_file(folder / RECORDER_LOCK)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (the stop of the server whose start began this) unwinds record(), which stops the recording JVM."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 if __name__ == "__main__":
+    _stop_on_sigterm()
     os.nice(19)  # before the JVM starts, which inherits it: the user's own server comes first
     record(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)

@@ -461,8 +461,9 @@ class LocalServer:
             ClassCache(self.home, java_path() or "java", pyspark_home()).keep(Path(info.class_recording), stopped_cleanly)
         if info.cluster is not None:
             info.cluster.stop(grace)
+        # its Python workers, and the class archive's recorder its start began (which stops its own JVM on SIGTERM)
         left = spawned_by(self.home)
-        end(left, min(grace, 5.0))
+        end(left, min(grace, 10.0))
         info.ended = left
         self._clear_state()
         return info

@@ -331,6 +331,29 @@ def wait_for_the_recorder(cache: Path) -> None:
              what="the class archive's recording server to finish")
 
 
+def test_a_stop_ends_the_class_archive_s_recorder_its_start_began(tmp_path, monkeypatch):
+    """Issue 55 row 22: `server stop` right after a first start (and the pytest fixture's end) left the recorder and
+    its JVM running for 30 to 90 s more."""
+    from sparkscope.server.process_tree import spawned_by
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPARKSCOPE_CLASS_CACHE", str(cache))
+    local = LocalServer(tmp_path / "state")
+    try:
+        local.start(port=free_port())
+        assert (cache / "recorder.lock").exists(), "no recorder was started"
+        recorder = [p.pid for p in spawned_by(local.home) if "class_recording" in p.command]
+        assert recorder, "the recorder does not carry the mark of the server whose start began it"
+        wait_for(lambda: spawned_by(cache / "recorder"), timeout=120, every=0.5,
+                 what="the recorder to start its JVM, once the server is idle")
+    finally:
+        local.stop(grace=10)
+    wait_for(lambda: spawned_by(local.home) == [] and spawned_by(cache / "recorder") == [], timeout=30,
+             what="the recorder and its JVM to end with the stop")
+    assert LocalServer(cache / "recorder").running() is None
+    wait_for(lambda: not (cache / "recorder.lock").exists(), timeout=30, what="the recorder's lock to go")
+
+
 def test_the_class_archive_is_recorded_off_the_first_start_mapped_next_and_replaced_when_broken(tmp_path,
                                                                                                  monkeypatch):
     """A cold start maps the classes an earlier server loaded (AppCDS) instead of loading them again. The

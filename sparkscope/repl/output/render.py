@@ -187,10 +187,16 @@ def jsonable(value: Any) -> Any:
 def to_json(command: str, result: Result, ok: bool = True) -> str:
     """One JSON object per command; `ok` is what its exit code says."""
     payload: dict = {"command": command, "ok": ok}
-    for item in result if isinstance(result, list) else [result]:
-        if isinstance(item, Table):
-            payload.setdefault("rows", []).extend(
-                {c: jsonable(v) for c, v in zip(item.columns, row, strict=False)} for row in item.rows)
+    items = result if isinstance(result, list) else [result]
+    tables = [item for item in items if isinstance(item, Table)]
+    for item in items:
+        if isinstance(item, Table) and len(tables) > 1:  # each table an object of its own: its title, its rows
+            payload.setdefault("tables", []).append({**({"title": item.title} if item.title else {}),
+                                                     "rows": _json_rows(item)})
+        elif isinstance(item, Table):
+            if item.title:
+                payload["title"] = item.title
+            payload.setdefault("rows", []).extend(_json_rows(item))
         elif isinstance(item, Message):
             payload["message"] = item.text
             payload.update(jsonable(item.data))
@@ -200,6 +206,10 @@ def to_json(command: str, result: Result, ok: bool = True) -> str:
                 payload["data"] = jsonable(item.data)
                 payload.pop("text")
     return json.dumps(payload, default=str, allow_nan=False)
+
+
+def _json_rows(table: Table) -> list[dict]:
+    return [{c: jsonable(v) for c, v in zip(table.columns, row, strict=False)} for row in table.rows]
 
 
 def show(command: str, result: Result, fmt: str = "table", ok: bool = True) -> str:

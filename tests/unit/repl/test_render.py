@@ -129,3 +129,19 @@ def test_the_checkpoints_footer_names_the_command_that_prunes(tmp_path):
     table = checkpoints_table([Checkpoint(tmp_path / "ticks-0a1b2c3d", 2048, 0.0, None)])
     assert table.footer == ("needed: a restartable query resumes from it. :checkpoints --prune AGE deletes the "
                             "others older than AGE that sparkscope made")
+
+
+def test_json_of_two_tables_is_two_objects_each_with_its_title():
+    """Issue 55 row 30: :state --info's two tables were merged into one list of rows, the schema line dropped."""
+    import json
+
+    from sparkscope.repl.output.render import to_json
+    from sparkscope.repl.output.results import Table
+
+    result = [Table(["operator", "name"], [[0, "stateStoreSave"]], title="wc: state in /ck"),
+              Table(["partition", "rows"], [[0, 3], [1, 2]], title="operator 0 (stateStoreSave): k STRING")]
+    assert json.loads(to_json("state", result)) == {
+        "command": "state", "ok": True,
+        "tables": [{"title": "wc: state in /ck", "rows": [{"operator": 0, "name": "stateStoreSave"}]},
+                   {"title": "operator 0 (stateStoreSave): k STRING",
+                    "rows": [{"partition": 0, "rows": 3}, {"partition": 1, "rows": 2}]}]}

@@ -76,6 +76,12 @@ def test_state_of_a_windowed_count_batch_by_batch(ss, shell, tmp_path):
     assert [(r[0], r[1], r[3], r[4], r[5]) for r in changes[1:]] == [
         (str(second), "update", "a", "2", "3"), (str(second), "update", "c", "NULL", "1"),
         (str(third), "update", "b", "1", "2")]
+    # issue 55 row 38: batch 0's inserts were left out, and `--from 0 --to 0` spoke of a --from 1 nobody typed
+    from_zero = shell.rows(":state windowed --changes --from 0 --to 0")
+    assert sorted((r[0], r[1], r[3], r[4], r[5]) for r in from_zero[1:]) == [
+        ("0", "update", "a", "NULL", "2"), ("0", "update", "b", "NULL", "1")]
+    ok, _, err = shell.run(":state windowed --changes --from 2 --to 1")
+    assert not ok and err.startswith("error: --from 2 is after --to 1."), err
     ok, out, _ = shell.run(":state windowed --info")
     assert ok and "stateStoreSave" in out and "key struct<window:struct<start:timestamp,end:timestamp>,k:string>" \
         in out and "(3 rows in " in out
@@ -212,6 +218,20 @@ def test_late_names_the_batch_that_dropped_seed_002_s_late_mobile_event(ss, shel
     ok, out, _ = shell.run(":late mobile")
     assert ok and " Watermark\n" in out and "● watermark   (minutes after 2018-03-02 10:23:50)" in out, out
     assert re.search(r"^ +11 ┤ .*●+$", out, re.MULTILINE), out  # 10:35:00, 11 minutes on
+    query.stop()
+
+
+def test_state_before_the_first_batch_and_a_join_s_store_on_an_aggregation_each_say_what_is(ss, shell):
+    """Issue 55 row 39: "the checkpoint is gone", and Spark's raw "Failed to read the state schema"."""
+    src = ss.source.memory("k STRING")
+    query = ss.start(src.df.groupBy("k").count(), "not_yet", mode="update")
+    ok, _, err = shell.run(":state not_yet")
+    assert (ok, err) == (False, "error: not_yet has committed no batch yet, so it holds no state yet. Read it after "
+                                "its first batch.\n")
+    src.add([("a",)])
+    query.process_all_available()
+    ok, _, err = shell.run(":state not_yet --store left")
+    assert (ok, err) == (False, "error: not_yet has no state store 'left' in operator 0. Its stores: default.\n")
     query.stop()
 
 

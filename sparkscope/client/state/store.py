@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.records import Catalog
@@ -163,6 +164,9 @@ def state_of(session: StatefulSession, name: str, fresh: bool = True) -> StateOf
 
 def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
     why = state_unreadable(exc)
+    if why == "gone" and _not_begun(checkpoint):
+        return UnsupportedOperation(f"{name} has committed no batch yet, so it holds no state yet",
+                                    "Read it after its first batch", code="no_batch_yet", data={"name": name})
     if why == "gone":
         return UnsupportedOperation(f"The checkpoint of {name} is gone or holds no committed batch ({checkpoint})",
                                     f"Its state went with it; ss.forget('{name}') removes the record",
@@ -174,6 +178,14 @@ def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
                                     "rocksdb.changelogCheckpointing.enabled=true (sparkscope's server config sets "
                                     "it) and run the query again", code="no_changelog", data={"name": name})
     return translate(exc)
+
+
+def _not_begun(checkpoint: str) -> bool:
+    """A checkpoint of this machine that is there, and has committed no batch (a query before its first)."""
+    from ..catalog.checkpoints import committed_batch
+
+    folder = Path(checkpoint.removeprefix("file:"))
+    return folder.is_dir() and committed_batch(checkpoint) is None
 
 
 def _reader(session: StatefulSession, state: StateOf, operator: Operator, store: str | None,
@@ -192,7 +204,8 @@ def _reader(session: StatefulSession, state: StateOf, operator: Operator, store:
         reader = reader.option("stateVarName", variable)
     elif store:
         stores = sorted({o.store for o in state.operators if o.id == operator.id})
-        if store not in stores and store not in ("left", "right"):
+        joined = operator.name.startswith("symmetricHashJoin")
+        if store not in stores and (store not in ("left", "right") or not joined):
             raise ConfigError(f"{state.name} has no state store '{store}' in operator {operator.id}",
                               f"Its stores: {', '.join(stores)}", code="no_such_store")
         reader = reader.option("joinSide", store) if store in ("left", "right") else reader.option("storeName", store)
@@ -240,27 +253,29 @@ def state_changes(session: StatefulSession, name: str, *, start: int | None = No
     state = state_of(session, name)
     chosen = state.operator(operator)
     last = chosen.last_batch if end is None else end
-    first = max(chosen.first_batch + 1, last - 2) if start is None else start
-    if first < 1:
-        first = 1  # batch 0 has no batch before it to change from
+    first = max(chosen.first_batch, last - 2) if start is None else start
     if chosen.name.startswith("symmetricHashJoin") and store in (None, "left", "right"):  # Spark: joinSide and readChangeFeed cannot go together
         raise UnsupportedOperation(f"Spark's state reader keeps no change feed for a stream-stream join ({name}'s "
                                    f"operator {chosen.id})", "Read its state after a batch instead, one side "
                                    "at a time (store left or right)", code="no_join_changes", data={"name": name})
-    state.check_batch(chosen, first - 1)
-    state.check_batch(chosen, last)
     if first > last:
         raise ConfigError(f"--from {first} is after --to {last}", "Give --from N --to M with N ≤ M",
                           code="bad_range")
+    if first > 0:  # the state before the first batch shown: its old values (batch 0 has none before it)
+        state.check_batch(chosen, first - 1)
+    state.check_batch(chosen, last)
     reader = _reader(session, state, chosen, store, variable).option("readChangeFeed", True) \
         .option("changeStartBatchId", first).option("changeEndBatchId", last)
     try:
         changes = reader.load(state.checkpoint)
-        before = _reader(session, state, chosen, store, variable).option("batchId", first - 1) \
-            .load(state.checkpoint).select(F.col("key"), F.col("value").alias("old_value"))
         by_key = Window.partitionBy(F.to_json(F.col("key"))).orderBy("batch_id")
-        joined = changes.join(before, "key", "left") \
-            .withColumn("old_value", F.coalesce(F.lag("value").over(by_key), F.col("old_value")))
+        if first > 0:
+            before = _reader(session, state, chosen, store, variable).option("batchId", first - 1) \
+                .load(state.checkpoint).select(F.col("key"), F.col("value").alias("old_value"))
+            joined = changes.join(before, "key", "left") \
+                .withColumn("old_value", F.coalesce(F.lag("value").over(by_key), F.col("old_value")))
+        else:
+            joined = changes.withColumn("old_value", F.lag("value").over(by_key))
         flat = joined.select("batch_id", "change_type", F.col("key"), F.col("old_value"), F.col("value"),
                              "partition_id")
         return flatten_change(flat)

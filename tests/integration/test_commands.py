@@ -247,6 +247,21 @@ def test_feed_finds_a_query_before_its_first_batch_and_shows_a_complete_mode_res
     assert "no running query reads it" not in out
 
 
+def test_a_restart_of_a_query_whose_source_folder_is_gone_says_so(shell, tmp_path):
+    """Issue 55 row 47: Spark's "Option 'basePath' not found"."""
+    source = tmp_path / "gone"
+    source.mkdir()
+    (source / "1.json").write_text('{"n": 1}\n')
+    shell.run(f":start from_files spark.readStream.schema('n INT').json('{source}')")
+    shell.run(":await from_files --all-available")
+    shell.run(":stop from_files")
+    shutil.rmtree(source)  # this test's own folder
+    ok, _, err = shell.run(":restart from_files")
+    assert (ok, err) == (False, f"error: from_files reads {source}, which is gone: the files of its next batches "
+                                "(and of the last one, if Spark reads it again) are not there. Put the folder back, "
+                                "or start a new query on the data that is there.\n")
+
+
 def test_a_checkpoint_sparkscope_made_that_was_deleted_is_made_again_as_sparkscope_s(shell):
     shell.run(":start remade ss.source.rate(5)")
     checkpoint = shell.session.catalog.get(shell.session.url, "remade").checkpoint

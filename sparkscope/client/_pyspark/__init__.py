@@ -370,7 +370,12 @@ def plan_fields(data: bytes) -> list[tuple[str, str]]:
         message = stack.pop()
         for field, value in message.ListFields():
             if field.message_type is None:
-                found.append((field.name, value if isinstance(value, str) else ""))
+                if isinstance(value, str):
+                    found.append((field.name, value))
+                elif not isinstance(value, (bytes, int, float, bool)):  # a repeated string field (a read's paths)
+                    found += [(field.name, item if isinstance(item, str) else "") for item in value]
+                else:
+                    found.append((field.name, ""))
                 continue
             found.append((field.name, ""))
             if field.message_type.GetOptions().map_entry:  # a map (a read's options): its entries, as key and value

@@ -51,6 +51,21 @@ def not_a_dataframe(value: Any) -> ConfigError:
                        code="not_a_dataframe")
 
 
+def _check_sources_here(record: Record) -> None:
+    """The folders a recorded file query reads, on this machine, are there: a restart of a query whose source folder
+    was deleted got Spark's "Option 'basePath' not found"."""
+    for field, value in plan_fields(record.plan or b""):
+        if field == "paths" and value and "://" not in value:
+            folder = value.removeprefix("file:")
+            while any(c in folder for c in "*?[{"):  # a glob: the folder it lies in must be there
+                folder = os.path.dirname(folder)
+            if folder and not os.path.exists(folder):
+                raise UnsupportedOperation(f"{record.name} reads {value}, which is gone: the files of its next "
+                                           "batches (and of the last one, if Spark reads it again) are not there",
+                                           "Put the folder back, or start a new query on the data that is there",
+                                           code="source_gone", data={"name": record.name, "path": value})
+
+
 def _check_bounded_options(sink: str | None, keep: object, grace: object) -> None:
     """keep and grace are the bounded sink's: refused with any other sink."""
     if keep is not None and sink not in (None, BOUNDED):
@@ -465,6 +480,7 @@ class QueryStarter:
         elif self._s.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
             self._remake_if_ours(checkpoint, name)
+            _check_sources_here(record)
         else:
             resumption = Resumption(checkpoint, record.last_batch, False)
         # checked when it first started: the plan, its mode and sink are not analysed again

@@ -100,7 +100,7 @@ def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
             assert restored.returncode == 0, restored.stderr
             running = ["durable", *extras] if cycle == 0 else ["durable"]
             said = restored.stdout.splitlines()
-            assert [re.match(r"Restarted (\w+) \(id [0-9a-f]{8}\) from its checkpoint", line).group(1)
+            assert [re.match(r"Restarted (\w+) \(id [0-9a-f]{8}\) ", line).group(1)
                     for line in said if line.startswith("Restarted ")] == running, restored.stdout
             assert said[-1].startswith("In session ") and said[-1].endswith(" --reattach"), restored.stdout
             ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))

@@ -123,3 +123,31 @@ def test_state_without_bound_is_said_once_with_its_fix_and_not_with_a_watermark(
         assert time.monotonic() < deadline, "the watermarked query did not reach batch 5 in 90 s"
     seen += repl.run("None")  # one more round trip: what its fifth batch's progress event printed, if anything
     assert "bounded keeps state" not in seen
+
+
+def test_watch_in_a_short_terminal_scrolls_to_the_selected_query_and_says_how_many_are_hidden(repl):
+    names = [f"tick{i}" for i in range(6)]
+    for name in names:
+        repl.run(f"{name} = ss.source.rate(1)")
+        assert f"Started {name}" in repl.run(f":start {name} --trigger 5s")
+    repl.child.setwinsize(8, 160)  # title, header, footer and 5 lines for the queries
+    repl.child.send(":watch\r")
+    screen = Screen(repl.child, rows=8)
+    screen.wait_for(lambda t: "sparkscope :watch" in t and "tick3" in t and "↓ 2 more" in t,
+                    what="the first four queries and a line for the two below")
+    assert "tick4" not in screen.text and "tick5" not in screen.text, screen.text
+    repl.child.send("j" * 5)  # down to the last query: the list follows the selection
+    screen.wait_for(lambda t: re.search(r"^> tick5 ", t, re.M) and "↑ 2 more" in t,
+                    what="the last query selected, in view, with a line for the two above")
+    assert "tick2" in screen.text and "tick1" not in screen.text, screen.text
+    assert not re.search(r"↓ \d+ more", screen.text), screen.text
+    repl.child.send("s")
+    screen.wait_for(lambda t: "Stop tick5? [y/n]" in t, what="the stop question for the query in view")
+    repl.child.send("y")
+    screen.wait_for(lambda t: re.search(r"tick5\s+stopped", t), what="tick5 to be stopped")
+    repl.child.send("q")
+    repl.child.setwinsize(40, 160)
+    repl.prompt()
+    listed = repl.run(":queries")
+    assert re.search(r"\|\s*tick5\s*\|\s*\w+\s*\|\s*stopped", listed), listed
+    assert re.search(r"\|\s*tick0\s*\|\s*\w+\s*\|\s*active", listed), listed

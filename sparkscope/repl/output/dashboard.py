@@ -46,6 +46,7 @@ class Dashboard:
         self.state_text = ""
         self.title = title
         self.selected = 0
+        self._top = 0  # the first query the list shows, when it holds more than the terminal
         self.view = "list"  # list | detail | state | help
         self.paused = False
         self.confirming: str | None = None
@@ -111,7 +112,13 @@ class Dashboard:
                   f"{'watermark':<19} {'state rows':>10} {'dropped':>7}  " + (f"{'behind':>9}  " if kafka else "") +
                   f"{'input/s':<{spark_w}} {'proc/s':<{spark_w}} {'duration':<{spark_w}}")
         out = [("class:header", truncate(header, width) + "\n")]
-        for index, track in enumerate(tracks):
+        notices = self.monitor.notices[-2:]
+        room = max(2, self._height() - 3 - 2 * len(notices))  # title, header, footer; a blank line and a note each
+        shown = self._scrolled(tracks, room)
+        if shown.start:
+            out.append(("class:notice", f"  ↑ {shown.start} more\n"))
+        for index in shown:
+            track = tracks[index]
             p = track.latest
             history = list(track.history)
             inputs = [h.input_rows_per_second for h in history]
@@ -131,9 +138,25 @@ class Dashboard:
             out.append((style, truncate(line, width) + "\n"))
             if track.error:
                 out.append(("class:failed", truncate(f"    error: {track.error}", width) + "\n"))
-        for notice in self.monitor.notices[-2:]:
+        if shown.stop < len(tracks):
+            out.append(("class:notice", f"  ↓ {len(tracks) - shown.stop} more\n"))
+        for notice in notices:
             out.append(("class:notice", "\n" + truncate(f"note: {notice}", width)))
         return out
+
+    def _scrolled(self, tracks: list, room: int) -> range:
+        """The tracks the list shows in `room` lines: a window that keeps the selected one in view (a query with an
+        error takes two lines), and a line saying how many more are above or below it."""
+        def lines(first: int, last: int) -> int:
+            return sum(2 if tracks[i].error else 1 for i in range(first, last)) + (first > 0) + (last < len(tracks))
+
+        self._top = min(self._top, self.selected)
+        while self._top < self.selected and lines(self._top, self.selected + 1) > room:
+            self._top += 1
+        stop = self.selected + 1
+        while stop < len(tracks) and lines(self._top, stop + 1) <= room:
+            stop += 1
+        return range(self._top, stop)
 
     def _detail(self):
         track = self.current()

@@ -12,7 +12,7 @@ import pytest
 
 from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
-from tests.e2e.conftest import Repl, spawn
+from tests.e2e.conftest import Repl, Screen, spawn
 from tests.helpers import run_sparkscope, wait_for
 
 
@@ -87,7 +87,7 @@ def test_reattach_after_the_repl_was_killed_finds_the_running_query(own_server):
     second.expect(pexpect.EOF, timeout=30)
 
 
-def test_a_repl_killed_while_listening_then_reattached_restarts_starts_and_runs_pyspark_s_own_start(own_server):
+def test_a_repl_killed_while_listening_then_reattached_restarts_starts_runs_pyspark_s_own_start_and_watches_live(own_server):
     """The killed REPL's live-event listener stays on the server, which keeps one per session: the rejoined session
     replaces it. Before, pyspark's registration waited forever for an answer while holding its listener bus's lock,
     and every query start (which posts onQueryStarted under that lock) hung until the command timed out."""
@@ -110,6 +110,12 @@ def test_a_repl_killed_while_listening_then_reattached_restarts_starts_and_runs_
     assert all(re.search(rf"\| {name}\s+\|( [0-9a-f]{{8}} \|)? [0-9a-f]{{8}} \| active", catalog)
                for name in ("k9", "k9b", "k9c")), catalog
     wait_for_batches(again, "k9b")  # live progress reaches the rejoined session
+    second.send(":watch\r")  # issue 55 row 41: it said "live (polling)", live events not available
+    screen = Screen(second)
+    screen.wait_for(lambda t: "sparkscope :watch" in t and "k9b" in t, what="the dashboard")
+    assert "live (listener)" in screen.text and "not available" not in screen.text, screen.text
+    second.send("q")
+    again.prompt()
     assert "Stopped" in again.run(":stop --all")
     second.sendcontrol("d")
     second.expect(pexpect.EOF, timeout=30)

@@ -161,3 +161,34 @@ def test_a_batch_write_to_kafka_as_the_guide_writes_it(remote_url, kafka_broker)
                       "and ErrorIfExists (default)."], refused
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)
+
+
+def test_a_reattached_session_finds_its_kafka_cluster_for_topics_and_produce(tmp_path, remote_url, kafka_broker):
+    """Issue 55 row 42: after --reattach, :topics and :produce said "No Kafka cluster to talk to", while the
+    session that started the Kafka query found its cluster."""
+    import signal
+
+    topic = f"rejoined_{uuid.uuid4().hex[:6]}"
+    kafka_broker.create(topic, 1)
+    first = spawn("--remote", remote_url)
+    repl = Repl(first)
+    repl.prompt()
+    repl.run(f'reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", '
+             f'"{kafka_broker.bootstrap}").option("subscribe", "{topic}").load()')
+    assert "Started reader" in repl.run(":start reader --trigger 1s", timeout=120)
+    first.kill(signal.SIGKILL)  # no goodbye: its query keeps running in its session
+    first.close(force=True)
+    second = spawn("--remote", remote_url, "--reattach")
+    again = Repl(second)
+    try:
+        again.prompt()
+        sent = again.run(f":produce {topic} one two")
+        assert sent.strip().splitlines()[-1] == f"Sent 2 records to {topic} at {kafka_broker.bootstrap}", sent
+        topics = again.run(f":topics {topic}")
+        assert re.search(rf"\| {topic} +\| 1 +\| 2 +\| 0:2 +\|", topics), topics
+        assert "Stopped reader" in again.run(":stop reader")
+    finally:
+        second.sendcontrol("d")
+        if second.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=60) == 0:
+            second.send("y\r")
+            second.expect(pexpect.EOF, timeout=60)

@@ -22,6 +22,22 @@ OLD_SPARK_NOTE = ("Spark before 4.3 gives a Python source no admission control, 
                   "there and maxOffsetsPerTrigger is not applied (Spark's connector applies it)")
 
 
+def recorded_bootstraps(records: list[Any], session_id: str | None) -> list[str]:
+    """The Kafka clusters the catalog's queries read (a Kafka source's options, in the recorded plan) or write (a
+    Kafka sink's options): the other sessions' first, then this session's, so that the last one is the nearest."""
+    from .._pyspark import plan_fields
+
+    def cluster(record: Any) -> str | None:
+        if (record.options or {}).get("kafka.bootstrap.servers"):
+            return str(record.options["kafka.bootstrap.servers"])
+        fields = plan_fields(record.plan or b"")
+        return next((value for (name, key), (_, value) in zip(fields, fields[1:])
+                     if name == "key" and key.lower() == "kafka.bootstrap.servers" and value), None)
+
+    ordered = sorted(records, key=lambda r: (r.session_id == session_id, r.started_at))
+    return [found for record in ordered if (found := cluster(record))]
+
+
 def admission_control(spark_version: str | None) -> bool:
     """Whether a server of this Spark version asks Python streaming sources with a read limit (4.3 and later)."""
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...client.kafka import broker
+from ...client.kafka.connector import recorded_bootstraps
 from .streams import float_option
 from .registry import Arg, Options, Runs, UsageError, command, valued
 from ..output.results import Message, Result, Table
@@ -19,9 +20,7 @@ def _bootstrap(ctx: CommandContext, opts: Options) -> str:
     if given:
         return given
     session = ctx.session
-    recorded = [str(r.options["kafka.bootstrap.servers"]) for r in session.catalog_records()
-                if r.options and r.options.get("kafka.bootstrap.servers")]
-    return session.kafka.bootstrap(None, recorded)
+    return session.kafka.bootstrap(None, recorded_bootstraps(session.catalog_records(), session.session_id))
 
 
 def _offsets(info: broker.TopicInfo) -> str:

@@ -143,3 +143,31 @@ def test_a_topics_pattern_is_a_glob_when_it_has_one_and_a_part_of_the_name_other
 
     assert _matches("orders-eu", "orders-*") and not _matches("old-orders", "orders-*")
     assert _matches("old-orders", "orders") and _matches("p1", "p*") and not _matches("ap1", "p*")
+
+
+def test_recorded_clusters_come_from_a_kafka_source_s_plan_or_a_kafka_sink_s_options_this_session_s_last():
+    import dataclasses
+
+    from pyspark.sql.connect.proto import Relation
+
+    from sparkscope.client.catalog.records import Record
+    from sparkscope.client.kafka.connector import recorded_bootstraps
+
+    def reading(cluster: str) -> bytes:
+        plan = Relation()
+        plan.read.data_source.format = "kafka"
+        plan.read.data_source.options["kafka.bootstrap.servers"] = cluster
+        plan.read.data_source.options["subscribe"] = "t"
+        return plan.SerializeToString()
+
+    base = Record(server="s", name="q", query_id=None, session_id="other", plan=None, sink="memory", mode="append",
+                  trigger="", options={}, path=None, table_name=None, checkpoint=None, started_by="u", started_at=1.0,
+                  state="active", last_batch=None, ended_at=None, error=None, restartable=True, reason=None,
+                  seen_at=None)
+    records = [dataclasses.replace(base, name="mine", session_id="this", plan=reading("mine:9092"), started_at=1.0),
+               dataclasses.replace(base, name="writes", options={"kafka.bootstrap.servers": "sink:9092"},
+                                   started_at=3.0),
+               dataclasses.replace(base, name="rate", plan=Relation().SerializeToString(), started_at=4.0),
+               dataclasses.replace(base, name="reads", plan=reading("theirs:9092"), started_at=2.0)]
+    assert recorded_bootstraps(records, "this") == ["theirs:9092", "sink:9092", "mine:9092"]
+    assert recorded_bootstraps(records, "nobody") == ["mine:9092", "theirs:9092", "sink:9092"]

@@ -7,6 +7,7 @@ It holds its parts, one concern each: the queries it knows (queries/tracking.py)
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -458,6 +459,24 @@ class Session:
         self.lost_queries()  # it no longer runs there: the catalog says so from now on
         return None
 
+    def _only_elsewhere(self, error: SparkscopeError) -> SparkscopeError | None:
+        """A name this session does not know (a table, or a query) that is a query the catalog says runs in another
+        session of this server: Spark's names (the query's, and its temporary view) are per session."""
+        found = re.search(r"table or view `(?:[^`]+`\.`)*([^`]+)` cannot be found|No query named '([^']+)'",
+                          error.message)
+        name = found and (found.group(1) or found.group(2))
+        record = None
+        with swallowed("looking for the name in the catalog"):
+            record = self.catalog.get(self.url, name) if name else None
+        if record is None or record.state != ACTIVE or record.session_id in (None, self.session_id):
+            return None
+        other = str(record.session_id)
+        return type(error)(f"{name} is a query of another session ({other[:8]}, started by {record.started_by}); "
+                           "its name and its table are that session's", f"ss.peek({name!r}) reads its rows from any "
+                           f"session of yours; sparkscope.connect({self.target.bare_url!r}, session_id={other!r}) "
+                           "joins the session it runs in", error.error_class, code="query_in_other_session_only",
+                           data={"name": name, "session_id": other, "url": self.target.bare_url})
+
     @contextlib.contextmanager
     def _looking_into(self, other_session: str | None) -> Iterator[Session | None]:
         """Another session of this server, joined only for a look (None when it is gone), and left running."""
@@ -521,6 +540,10 @@ class Session:
             return session_changed(self.target.bare_url)  # pyspark closes only on close() and on a changed session
         if error.code == "session_changed":
             return session_changed(self.target.bare_url)
+        if error.code in ("table_not_found", "query_not_found"):
+            elsewhere = self._only_elsewhere(error)
+            if elsewhere is not None:
+                return elsewhere
         explained = self.explain_restart(error)
         if explained is error and error.code == ServerUnreachable.code and not self._closed:  # not Kafka's
             return self._answers_again(error)

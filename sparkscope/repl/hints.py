@@ -26,6 +26,8 @@ REPL_HINTS = {
     "keep_needs_bounded": "Leave out --sink (the default sink keeps what --keep says), or --keep",
     "grace_needs_bounded": "Leave out --sink (the default sink keeps its rows --grace after the query), or --grace",
     "continuous_bounded": "Leave out --keep (Spark's memory sink is used), or use a trigger like 1s",
+    "query_in_other_session_only": ":peek {name} reads its rows here; :connect {url} --session-id {session_id} joins "
+                                   "the session it runs in",
     "table_not_found": "Check the name with :sql SHOW TABLES, or start the query that creates it",
     "unresolved_column": "Check the column names with :schema",
     "stateless": "Its rows are in its sink: :peek {name} shows them",

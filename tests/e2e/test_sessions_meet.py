@@ -104,3 +104,27 @@ def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_u
     finally:
         leave(a)
         leave(b)
+
+
+def test_a_second_repl_peeks_a_query_of_another_session_and_is_told_where_its_table_and_tail_are(remote_url):
+    """Issue 55 row 13: a second REPL's `spark.table('qa')` and `:tail qa` said "not found" without a word of the
+    session the query runs in. Its rows are read from any session of the user (:peek); its name and view are Spark's
+    per session."""
+    a, b = open_repl(remote_url), open_repl(remote_url)
+    try:
+        assert "Started qa_rows" in a.run(":start qa_rows ss.source.rate(10)")
+        owner = session_id(a)
+        wait_for(lambda: kept_rows(b, "qa_rows") >= 1, timeout=60, what="qa_rows's rows in the second REPL")
+        hint = f":peek qa_rows reads its rows here; :connect {remote_url} --session-id {owner} joins the session it runs in"
+        table = b.run("spark.table('qa_rows').count()")
+        assert table.strip() == (f"error: qa_rows is a query of another session ({owner[:8]}, started by "
+                                 f"{a.run('import getpass; print(getpass.getuser())').strip()}); its name and its "
+                                 f"table are that session's. {hint}."), table
+        tail = b.run(":tail qa_rows")
+        assert tail.strip().startswith("error: qa_rows is a query of another session") and hint in tail, tail
+        assert "Stopped qa_rows" in a.run(":stop qa_rows")
+        gone = b.run(":tail qa_rows")  # stopped: the catalog no longer says it runs elsewhere
+        assert gone.strip().startswith("error: No query named 'qa_rows'"), gone
+    finally:
+        leave(a)
+        leave(b)

@@ -222,3 +222,17 @@ def test_a_bracketed_paste_of_python_and_a_command_runs_each_line(repl):
     assert "Started pasted " in out and "SyntaxError" not in out, out
     assert repl.run("print('y is', y)").strip().endswith("y is 2")
     repl.run(":stop pasted")
+
+
+def test_kept_lists_a_bounded_query_s_rows_as_yours_and_free_lets_go_of_them_once_it_stopped(repl):
+    assert "Started held" in repl.run(":start held ss.source.rate(20) --keep 30")
+    wait_for(lambda: "(30 rows)" in repl.run(":peek held 30"), timeout=60, what="30 rows kept")
+    listed = repl.run(":kept")
+    row = next((line for line in listed.splitlines() if "held" in line), "")
+    assert re.search(r"\| +you +\|", row) and "its query runs" in row and re.search(r"\| +30 +\|", row), listed
+    running = repl.run(":kept --free")  # frees only what nothing uses: held's query still runs
+    assert "held" not in running, running
+    assert "Stopped held" in repl.run(":stop held")
+    freed = repl.run(":kept --free")
+    assert re.search(r"\| ring +\| held +\| you ", freed) and "Freed " in freed, freed
+    assert "held" not in repl.run(":kept")

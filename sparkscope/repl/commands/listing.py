@@ -19,6 +19,6 @@ REGISTRY = Registry([
     live.watch, live.tail, live.alerts,
     # the session and the REPL
     session.sql, session.conf, session.connect, session.session_,
-    session.server,
+    session.server, session.kept,
     session.set_, session.help_, session.trace, session.quit_,
 ])

@@ -101,3 +101,18 @@ def test_an_unknown_command_suggests_only_a_close_name():
     with pytest.raises(UsageError) as nonsense:
         REGISTRY.parse(":nonsense")
     assert str(nonsense.value) == "Unknown command :nonsense. Type :help for the list."
+
+
+def test_every_declared_command_is_in_the_registry():
+    """:kept was declared with @command and never listed: the REPL answered "Unknown command :kept"."""
+    import importlib
+    import pkgutil
+
+    from sparkscope.repl import commands
+    from sparkscope.repl.commands.listing import REGISTRY
+    from sparkscope.repl.commands.registry import Command
+
+    declared = {value.name for info in pkgutil.iter_modules(commands.__path__)
+                for value in vars(importlib.import_module(f"sparkscope.repl.commands.{info.name}")).values()
+                if isinstance(value, Command)}
+    assert "kept" in declared and declared - set(REGISTRY.commands) == set()

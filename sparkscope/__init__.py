@@ -39,6 +39,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sparkscope' has no attribute {name!r}")
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext sparkscope` in IPython or a Jupyter kernel: spark, ss, display and dbutils, and the REPL's colon
+    commands as magics (sparkscope/notebook/)."""
+    from .notebook.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """`%unload_ext sparkscope`: the magics stay until the kernel restarts; the session ends, its queries run on."""
+    from .notebook.extension import unload
+
+    unload(ipython)
+
+
 # LocalServer, Progress, Query, QueryInfo, Rows, Session and connect load lazily through __getattr__ above.
 __all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "QueryInfo", "Rows", "Session", "__version__",  # noqa: F405
            "connect"]

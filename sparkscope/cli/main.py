@@ -73,34 +73,11 @@ def _main(argv: list[str] | None) -> int:
 
 # -- REPL ----------------------------------------------------------------------------------------------
 def _opener(args, on_server_wait=None):
-    """The function that opens the REPL's session; `on_server_wait(elapsed, stage)` hears how the start of
-    the embedded server goes, when it has to be started."""
-    from ..client.errors import ConnectionFailed
-    from ..server.connecting import open_session as open_here, reattach, resolve_target
-    from ..repl.diagnostics import quiet_pyspark_loggers
+    """The function that opens the REPL's session, from the command line's flags."""
+    from ..repl.session_holder import session_opener
 
-    opened = []
-
-    def open_session():
-        # the server's start first: it is the longest wait, and pyspark is imported while it starts
-        target = resolve_target(args.remote, profile=args.profile, session_id=args.session_id,
-                                on_server_wait=on_server_wait, port=args.port)
-        quiet_pyspark_loggers()
-        try:
-            if getattr(args, "reattach", False) and not args.session_id:
-                session = reattach(target)
-            else:
-                session = open_here(target)
-        except ConnectionFailed as exc:
-            # :connect again after the server restarted: the session named at start is gone from it, so
-            # a new one (else the hint, "run :connect", would name the command that just failed)
-            if not opened or exc.code not in ("session_unknown", "nothing_to_reattach"):
-                raise
-            session = open_here(target.with_session(None))
-        opened.append(session.session_id)
-        return session
-
-    return open_session
+    return session_opener(args.remote, profile=args.profile, session_id=args.session_id, port=args.port,
+                          reattach=bool(getattr(args, "reattach", False)), on_server_wait=on_server_wait)
 
 
 def _describe_target(args) -> str:

@@ -35,8 +35,11 @@ class Executor:
     still be connecting) and is the context its commands see (context.py's CommandContext)."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None, fmt: str = "table",
-                 interactive: bool = False, confirm: Callable[[str], bool] | None = None, warm: bool = True):
-        self.holder = SessionHolder(out, err, interactive)
+                 interactive: bool = False, confirm: Callable[[str], bool] | None = None, warm: bool = True,
+                 namespace: dict[str, Any] | None = None, present: Callable[[str, Any], None] | None = None):
+        self.holder = SessionHolder(out, err, interactive, namespace)
+        # how a command's result is shown: printed as text (the REPL, scripts), or handed to a notebook's display
+        self.present = present
         self.fmt = fmt
         self.ask: Callable[[str], bool] = confirm or (lambda question: False)  # the terminal's question
         self.asking = threading.Event()  # set while a question waits for its answer: no timer prints into it
@@ -52,8 +55,8 @@ class Executor:
         self._listener_warnings: Any = None  # pyspark's warnings of a listener that raised, shown here (warm_up)
         self.dbutils: Any = None  # dbutils, as warm_up made it (%fs runs through it)
         self.cancelled = threading.Event()  # set when the running command is cancelled or abandoned
-        # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries first
-        self.namespace["exit"] = self.namespace["quit"] = Leave()
+        if namespace is None:  # exit() and quit() leave the way :quit and Ctrl-D do: asking about running queries
+            self.namespace["exit"] = self.namespace["quit"] = Leave()  # (a host's namespace keeps its own)
         if warm:
             self.warm_up()
 
@@ -222,8 +225,11 @@ class Executor:
                 return False
         return ok
 
-    def _replace_stopped_session(self) -> None:
-        """spark.stop() ran on this session: a new one takes its place (habits/sessions.py)."""
+    def input_ended(self) -> None:
+        """An input (a cell) ended: when it ran spark.stop() on this session, a new one takes its place
+        (habits/sessions.py)."""
+        if not self.stop_requested:
+            return
         from .habits.sessions import replace_stopped_session
 
         self.stop_requested = False
@@ -239,7 +245,7 @@ class Executor:
                 self.emit("fs", fs_magic(text, self.dbutils.fs))
                 return True
         except SparkscopeError as exc:  # bad usage, a refused delete, a path that is not there: one line
-            self._report(exc)
+            self.report(exc)
             return False
         if command is not None:
             return self._run_command(command)
@@ -263,10 +269,10 @@ class Executor:
                 waits = invocation.command.runs is Runs.WAITS
                 result = run_in_worker(self, lambda: invocation.command.func(self, invocation.args, invocation.opts),
                                          deadline=None if waits else command_timeout(), interrupt=not waits)
-            result = self._apply(result)
+            result = self.apply(result)
         except Cancelled as cancel:
             if not cancel.by_keyboard:  # the server cancelled it: reported as any error
-                self._report(cancel)
+                self.report(cancel)
                 return False
             self._error(cancel_notice(cancel, self.interactive))
             self._watch_stuck_tasks(cancel)
@@ -276,12 +282,12 @@ class Executor:
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):
                 raise
-            self._report(exc)
+            self.report(exc)
             return False
         self.emit(name, result)
         return True
 
-    def _apply(self, result: Any) -> Any:
+    def apply(self, result: Any) -> Any:
         """Carry out what a command's result changes of the REPL (results.py: Exit, SwitchSession, Follow); what is
         left to show."""
         from .output.results import Exit, Follow, Message, SwitchSession
@@ -356,11 +362,14 @@ class Executor:
             session.warmed()
 
     def emit(self, name: str, result: Any) -> None:
+        if self.present is not None:
+            self.present(name, result)
+            return
         from .output.render import show
+        from .output.results import Message
         from .prompt.terminal import page
 
         json = self.fmt == "json"
-        from .output.results import Message
 
         if isinstance(result, Message) and result.vi_mode is not None:
             self.vi_mode = result.vi_mode  # the shell's next prompt edits in that mode
@@ -369,7 +378,8 @@ class Executor:
             self.out.write(text + "\n")
         self.out.flush()
 
-    def _report(self, exc: BaseException) -> None:
+    def report(self, exc: BaseException) -> None:
+        """A failure, said in one line on stderr (or as a JSON object with --format json)."""
         from .hints import repl_hint
         from .output.render import error_line
 
@@ -433,7 +443,7 @@ class Executor:
             value = run_in_worker(self, work, user_code=True)
         except Cancelled as cancel:
             if not cancel.by_keyboard:
-                self._report(cancel)
+                self.report(cancel)
                 return False
             self._error(cancel_notice(cancel, self.interactive))
             self._watch_stuck_tasks(cancel)
@@ -445,7 +455,7 @@ class Executor:
             return True
         except SparkscopeError as exc:
             self._where(exc, source, filename, first_line)
-            self._report(exc)
+            self.report(exc)
             return False
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
@@ -453,15 +463,14 @@ class Executor:
             self.last_traceback = redact("".join(traceback.format_exception(exc)))
             if from_pyspark(exc):
                 self._where(exc, source, filename, first_line)
-                self._report(exc)
+                self.report(exc)
             elif self.fmt == "json":
                 self._error(redact(f"{type(exc).__name__}: {exc}"), "See :trace for the traceback")
             else:
                 self.err.write(redact(user_traceback(exc, source, filename, first_line)))
             return False
         finally:
-            if self.stop_requested:
-                self._replace_stopped_session()
+            self.input_ended()
         if value is not None and self.echo_values:
             try:
                 self._echo(value)

@@ -19,11 +19,14 @@ class SessionHolder:
     """The REPL's session, which may still be connecting: opening it in the background, switching to another, and
     the user's namespace that it fills (spark, ss)."""
 
-    def __init__(self, out: TextIO | None, err: TextIO | None, interactive: bool):
+    def __init__(self, out: TextIO | None, err: TextIO | None, interactive: bool,
+                 namespace: dict[str, Any] | None = None):
         self._out = out
         self._err = err
         self.interactive = interactive
-        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        # the user's names: the REPL's own, or a notebook kernel's (IPython's user_ns), filled in place
+        self.namespace: dict[str, Any] = (namespace if namespace is not None else
+                                          {"__name__": "__main__", "__builtins__": __builtins__})
         self._session_future: Future = Future()
         self.opener: Callable[[], Any] | None = None  # how the current session was opened
         self._live: Any = None
@@ -31,6 +34,8 @@ class SessionHolder:
         self._state_hooks: list[Callable[[], None]] = []
         self.startup: str | None = None  # how the embedded server's start goes, while it starts
         self.session_wanted = False  # a command waited for the session while it connected
+        self._on_demand: Callable[[], Any] | None = None  # opens the session the first time one is waited for
+        self._demand_lock = threading.Lock()
 
     @property
     def out(self) -> TextIO:
@@ -40,7 +45,13 @@ class SessionHolder:
     def err(self) -> TextIO:
         return self._err or sys.stderr
 
+    def connect_on_demand(self, opener: Callable[[], Any]) -> None:
+        """Open the session with `opener` only when something first waits for it (a notebook: `%load_ext` connects
+        nowhere, so that `%sparkscope --remote URL` can still choose where)."""
+        self._on_demand = opener
+
     def connect_in_background(self, opener: Callable[[], Any]) -> None:
+        self._on_demand = None
         self.opener = opener
 
         def run() -> None:
@@ -75,6 +86,7 @@ class SessionHolder:
             self._live.close()
             self._live = None
         self.opener = opener
+        self._on_demand = None
         self._session_future = Future()
         self._populate(session)
         if self._live is not None:
@@ -146,11 +158,20 @@ class SessionHolder:
 
     def wait_connected(self) -> Any:
         """Block until the connection attempt ends; its session, or its error raised."""
-        return self._session_future.result()
+        return self.session
 
     @property
     def session(self):
+        with self._demand_lock:
+            on_demand, self._on_demand = self._on_demand, None
+        if on_demand is not None and self.opener is None:
+            self.connect_in_background(on_demand)
         return self._session_future.result()
+
+    @property
+    def started(self) -> bool:
+        """Whether a connection was opened or is being opened (not only offered on demand)."""
+        return self.opener is not None
 
     @property
     def connecting(self) -> bool:
@@ -166,3 +187,34 @@ class SessionHolder:
     def reattach_command(self) -> str:
         session = self.session
         return reattach_command(session.target, session.session_id)
+
+
+def session_opener(remote: str | None, *, profile: str | None = None, session_id: str | None = None,
+                   port: int | None = None, reattach: bool = False,
+                   on_server_wait: Callable[[float, str], None] | None = None) -> Callable[[], Any]:
+    """The function that opens a session as the REPL does: `remote` (sc://…), SPARK_REMOTE, a profile, or the
+    embedded server; `on_server_wait(elapsed, stage)` hears how the start of the embedded server goes, when it has
+    to be started. Called again (:connect), it opens a new session where the one it opened is gone."""
+    from ..client.errors import ConnectionFailed
+    from ..server.connecting import open_session as open_here, reattach as rejoin, resolve_target
+    from .diagnostics import quiet_pyspark_loggers
+
+    opened: list[str] = []
+
+    def open_session() -> Any:
+        # the server's start first: it is the longest wait, and pyspark is imported while it starts
+        target = resolve_target(remote, profile=profile, session_id=session_id, on_server_wait=on_server_wait,
+                                port=port)
+        quiet_pyspark_loggers()
+        try:
+            session = rejoin(target) if reattach and not session_id else open_here(target)
+        except ConnectionFailed as exc:
+            # :connect again after the server restarted: the session named at start is gone from it, so
+            # a new one (else the hint, "run :connect", would name the command that just failed)
+            if not opened or exc.code not in ("session_unknown", "nothing_to_reattach"):
+                raise
+            session = open_here(target.with_session(None))
+        opened.append(session.session_id)
+        return session
+
+    return open_session

@@ -16,7 +16,8 @@ def _modules(folder: str) -> list[Path]:
 
 
 # which of sparkscope's packages each may import (the top-level sparkscope/__init__ ties them together)
-MAY_IMPORT = {"client": set(), "server": {"client"}, "repl": {"client", "server"}, "testing": {"client", "server"}}
+MAY_IMPORT = {"client": set(), "server": {"client"}, "repl": {"client", "server"}, "testing": {"client", "server"},
+              "notebook": {"client", "server", "repl"}}
 
 
 def _imported_packages(path: Path) -> set[tuple[int, str]]:

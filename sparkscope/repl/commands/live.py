@@ -38,11 +38,11 @@ def watch(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
     dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}",
                           read_state=read_state)
-    live.dashboard = dashboard
+    live.diverted = dashboard.show
     try:
         dashboard.run()
     finally:
-        live.dashboard = None
+        live.diverted = None
     return None
 
 

@@ -42,14 +42,10 @@ class Display:
             executor.out.write(repr(df) + "\n")
             return None
         if not df.isStreaming:
-            rows = fetch(df, DISPLAY_ROWS + 1)
-            more = len(rows.rows) > DISPLAY_ROWS
-            table = Table(rows.columns, rows.rows[:DISPLAY_ROWS], footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)
-            executor.out.write(show("display", table, executor.fmt) + "\n")  # --format json: one JSON object
+            executor.out.write(show("display", batch_table(df), executor.fmt) + "\n")  # --format json: one object
             return None
-        name = streamName or free_query_name(session, "display_query")
-        query = session.start(df, name, trigger=processingTime, checkpoint=checkpointLocation)
-        executor.err.write(f"display: started {name} (:stop {name} ends it); its batches follow"
+        query = start_displayed(session, df, streamName, processingTime, checkpointLocation)
+        executor.err.write(f"display: started {query.name} (:stop {query.name} ends it); its batches follow"
                            + ("; Ctrl-C stops showing them, the query keeps running" if executor.interactive else "")
                            + "\n")
         executor.err.flush()
@@ -60,8 +56,23 @@ class Display:
         try:
             query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (habits/waits.py)
         finally:
-            live.untail(name)
+            live.untail(query.name)
         return None
+
+
+def batch_table(df: Any) -> Table:
+    """display() of a batch DataFrame: its first DISPLAY_ROWS rows, as Databricks shows them."""
+    rows = fetch(df, DISPLAY_ROWS + 1)
+    more = len(rows.rows) > DISPLAY_ROWS
+    return Table(rows.columns, rows.rows[:DISPLAY_ROWS], footer=f"(first {DISPLAY_ROWS:,} rows)" if more else None)
+
+
+def start_displayed(session: Any, df: Any, stream_name: str | None, trigger: str | None,
+                    checkpoint: str | None) -> Any:
+    """display() of a streaming DataFrame: a query into the bounded sink, named by streamName= or display_query_N,
+    that runs on until it is stopped, as in Databricks."""
+    name = stream_name or free_query_name(session, "display_query")
+    return session.start(df, name, trigger=trigger, checkpoint=checkpoint)
 
 
 def magic(line: str) -> str | None:

@@ -18,10 +18,13 @@ _local = threading.local()
 class UserCall:
     """The user's input running in this thread: its executor, and whether Ctrl-C cancelled it."""
 
-    def __init__(self, executor: CommandContext, cancelled: threading.Event):
+    def __init__(self, executor: CommandContext, cancelled: threading.Event, *, interrupted_here: bool = False):
         self.executor = executor
         self.cancelled = cancelled
         self.waiting_on: str | None = None  # the query a waiting call waits on: Ctrl-C must not interrupt
+        # Ctrl-C lands in this very thread (a notebook kernel runs the cell on its main thread), not in the one
+        # that waits for it (the REPL's): a server call that must not be interrupted then runs beside it
+        self.interrupted_here = interrupted_here
 
 
 class StoppedWaiting(Exception):
@@ -43,6 +46,12 @@ def running_user_code(call: UserCall) -> Iterator[UserCall]:
         yield call
     finally:
         _local.call = None
+
+
+def mark_user_code(call: UserCall | None) -> None:
+    """Mark this thread as running the user's input (None: no longer), for a front end whose cells begin and end
+    in hooks (IPython's pre_run_cell and post_run_cell) rather than in one call."""
+    _local.call = call
 
 
 @contextlib.contextmanager

@@ -4,8 +4,11 @@ the wait between two; processAllAvailable, which cannot be sliced, is left to fi
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
+from ...client.logs import log
 from ...client.queries.query import wait_in_slices
 from .user_code import StoppedWaiting, UserCall, current
 
@@ -14,12 +17,43 @@ def _sliced(call: UserCall, what: str, wait: Any, timeout: float | None) -> bool
     """Wait a slice at a time; Ctrl-C (the call cancelled) stops waiting between two slices."""
     call.waiting_on = what
     try:
-        ended = wait_in_slices(wait, timeout, call.cancelled)
+        ended = _beside(call, lambda: wait_in_slices(wait, timeout, call.cancelled))
     finally:
         call.waiting_on = None
     if ended is None:
         raise StoppedWaiting(what)
     return None if timeout is None else ended
+
+
+def _beside(call: UserCall, work: Callable[[], Any]) -> Any:
+    """Run `work` (server calls that must not be interrupted) where Ctrl-C cannot reach it. In the REPL it already
+    runs so: Ctrl-C lands in the thread that waits for the input, which sets `call.cancelled`. In a notebook kernel
+    Ctrl-C is a KeyboardInterrupt in the cell's own thread: `work` runs in another one, this one waits for it, and
+    Ctrl-C cancels the call (a sliced wait ends between two slices) and stops this wait at once."""
+    if not call.interrupted_here:
+        return work()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="sparkscope-wait", daemon=True).start()
+    try:
+        log.debug("waiting for %s beside its server calls: Ctrl-C ends the wait, not the query", call.waiting_on)
+        while not done.wait(0.1):  # polling a fact (the call ended), so that Ctrl-C is heard between two checks
+            pass
+    except KeyboardInterrupt:
+        call.cancelled.set()
+        raise StoppedWaiting(call.waiting_on or "the query") from None
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def _valid_timeout(timeout: Any) -> bool:
@@ -46,6 +80,6 @@ def process_all_available(original: Any, query: Any) -> Any:
         return original(query)
     call.waiting_on = query.name or query.id  # one server call: Ctrl-C leaves it to end by itself
     try:
-        return original(query)
+        return _beside(call, lambda: original(query))
     finally:
         call.waiting_on = None

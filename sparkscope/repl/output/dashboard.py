@@ -19,8 +19,8 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.styles import Style
 
 from ...client.monitoring.monitor import Monitor, Track
-from .charts import progress_chart_lines, sparkline
-from .render import behind, duration_ms, error_line, rate, truncate, watermark
+from .charts import progress_chart_lines
+from .render import behind, duration_ms, error_line, rate, truncate, watch_cells, watermark
 
 HELP = [
     "↑/↓ or k/j   select a query",
@@ -71,6 +71,11 @@ class Dashboard:
         self.selected = max(0, min(self.selected, len(tracks) - 1))
         return tracks[self.selected]
 
+    def show(self, text: str) -> None:
+        """A line for the footer (an alert, a tailed batch), from any thread."""
+        self.message = text
+        self.app.invalidate()
+
     # -- drawing ----------------------------------------------------------------------------------------
     def _width(self) -> int:
         return self.app.output.get_size().columns
@@ -119,20 +124,11 @@ class Dashboard:
             out.append(("class:notice", f"  ↑ {shown.start} more\n"))
         for index in shown:
             track = tracks[index]
-            p = track.latest
-            history = list(track.history)
-            inputs = [h.input_rows_per_second for h in history]
-            processed = [h.processed_rows_per_second for h in history]
-            top = max(inputs + processed, default=0.0)
-            line = (f"{'>' if index == self.selected else ' '} {truncate(track.name, 16):<16} {track.state:<7} "
-                    f"{p.batch_id if p else '-':>6} {rate(p.input_rows_per_second) if p else '-':>9} "
-                    f"{rate(p.processed_rows_per_second) if p else '-':>9} "
-                    f"{duration_ms(p.batch_duration_ms) if p else '-':>9} "
-                    f"{watermark(p.watermark if p else None):<19} {p.state_rows if p else '-':>10} "
-                    f"{p.dropped_by_watermark if p else '-':>7}  "
-                    + (f"{behind(p.offsets_behind if p else None):>9}  " if kafka else "") +
-                    f"{sparkline(inputs, spark_w, top)} {sparkline(processed, spark_w, top)} "
-                    f"{sparkline([h.batch_duration_ms or 0 for h in history], spark_w)}")
+            name, state, batch, inputs, processed, duration, mark, state_rows, dropped, *rest = watch_cells(
+                track, kafka, spark_w)
+            line = (f"{'>' if index == self.selected else ' '} {truncate(name, 16):<16} {state:<7} {batch:>6} "
+                    f"{inputs:>9} {processed:>9} {duration:>9} {mark:<19} {state_rows:>10} {dropped:>7}  "
+                    + (f"{rest.pop(0):>9}  " if kafka else "") + " ".join(rest))
             style = "class:selected" if index == self.selected else (
                 "class:failed" if track.state == "failed" else "class:stopped" if track.state == "stopped" else "")
             out.append((style, truncate(line, width) + "\n"))

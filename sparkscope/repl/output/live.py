@@ -33,7 +33,8 @@ class Live:
         self.alerts_on = bool(repl_setting("alerts"))
         self.tails: dict[str, Tail] = {}
         self._truncate: dict[str, int | None] = {}  # per tailed query: cells cut to this many characters
-        self.dashboard: Any = None
+        # while a view owns the output (:watch's screen, a notebook's %watch), alerts and batch lines go to it
+        self.diverted: Callable[[str], None] | None = None
         self._rules = AlertRules(self._trigger_seconds)
         self._lock = threading.Lock()
         self._unsubscribe = session.monitor.subscribe(self._on_event)
@@ -60,10 +61,9 @@ class Live:
                 self.say(f"{alert}{details}")
 
     def say(self, text: str) -> None:
-        dashboard = self.dashboard
-        if dashboard is not None:
-            dashboard.message = text
-            dashboard.app.invalidate()
+        diverted = self.diverted
+        if diverted is not None:
+            diverted(text)
             return
         with self._lock:
             out = self._out()
@@ -102,7 +102,7 @@ class Live:
                 tail.finish(timeout)
 
     def _print_batch(self, batch: TailBatch) -> None:
-        if self.dashboard is not None:
+        if self.diverted is not None:
             self.say(f"{batch.query}: batch {batch.batch_id}, {batch.total} rows")
             return
         cut = self._truncate.get(batch.query)

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import textwrap
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from .results import Block, Message, Result, Table
 FORMATS = ("table", "json", "vertical")
 MARKER = "…"
 WHOLE_WIDTH = 100_000  # a table drawn with every value whole (as to a pipe)
+_LOCK = threading.Lock()  # tabulate's padding is a module global: one table at a time sets it
 
 
 def narrowed(table: Table, width: int) -> Table:
@@ -104,17 +106,27 @@ def render_table(table: Table, width: int | None = None) -> str:
     headers = [truncate(c, limit) for c, limit in zip(table.columns, limits, strict=False)]
     import tabulate as _tabulate  # imported on first use: it is not needed to draw the first prompt
 
-    _tabulate.MIN_PADDING = 0  # psql-tight columns: no extra blanks after short values under long headers
-    tabulate = _tabulate.tabulate
-
-    body = tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True) if headers else ""
+    body = ""
+    if headers:  # psql-tight columns (no blanks after short values under long headers): tabulate's own setting,
+        with _LOCK:  # a module global, set only for this call and given back
+            padding, _tabulate.MIN_PADDING = _tabulate.MIN_PADDING, 0
+            try:
+                body = _tabulate.tabulate(rows, headers=headers, tablefmt="psql", disable_numparse=True)
+            finally:
+                _tabulate.MIN_PADDING = padding
     parts = [table.title] if table.title else []
     parts.append(body)
-    count = len(table.rows)
-    footer = table.footer if table.footer is not None else f"({count} row{'s' if count != 1 else ''}" + (
-        ", 0 columns)" if not table.columns else ")")
-    parts.extend(textwrap.fill(line, width) if len(line) > width else line for line in footer.splitlines())
+    parts.extend(textwrap.fill(line, width) if len(line) > width else line
+                 for line in table_footer(table).splitlines())
     return "\n".join(p for p in parts if p)
+
+
+def table_footer(table: Table) -> str:
+    """The line under a table: its own, or the count of its rows."""
+    if table.footer is not None:
+        return table.footer
+    count = len(table.rows)
+    return f"({count} row{'s' if count != 1 else ''}" + (", 0 columns)" if not table.columns else ")")
 
 
 def fit_widths(rows: Sequence[Sequence[str]], budget: int, floor: int = 6) -> list[int]:
@@ -243,6 +255,30 @@ def progress_charts(name: str, history: list, width: int | None = None) -> str:
     width = min(width or terminal_width(), 120)
     span = f"batches {history[0].batch_id}–{history[-1].batch_id}" if history else "no batches yet"
     return "\n".join([f"{name}: {span}", *progress_chart_lines(history, width - 1)])
+
+
+WATCH_COLUMNS = ["query", "state", "batch", "input/s", "proc/s", "duration", "watermark", "state rows", "dropped"]
+WATCH_TRENDS = ["input/s trend", "proc/s trend", "duration trend"]
+
+
+def watch_cells(track: Any, kafka: bool, trend: int) -> list[str]:
+    """One query's row of :watch (WATCH_COLUMNS, behind when a query reads Kafka, then WATCH_TRENDS `trend` wide):
+    its newest batch, and its rates and durations over the batches the monitor keeps."""
+    from .charts import sparkline
+
+    p = track.latest
+    history = list(track.history)
+    inputs = [h.input_rows_per_second for h in history]
+    processed = [h.processed_rows_per_second for h in history]
+    top = max(inputs + processed, default=0.0)
+    cells = [track.name, track.state, str(p.batch_id) if p else "-", rate(p.input_rows_per_second) if p else "-",
+             rate(p.processed_rows_per_second) if p else "-", duration_ms(p.batch_duration_ms) if p else "-",
+             watermark(p.watermark if p else None), str(p.state_rows) if p else "-",
+             str(p.dropped_by_watermark) if p else "-"]
+    if kafka:
+        cells.append(behind(p.offsets_behind if p else None))
+    return cells + [sparkline(inputs, trend, top), sparkline(processed, trend, top),
+                    sparkline([h.batch_duration_ms or 0 for h in history], trend)]
 
 
 def watermark(value: str | None) -> str:

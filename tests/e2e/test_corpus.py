@@ -7,58 +7,20 @@ processed its input); those lines are the test's, not the seed's."""
 
 from __future__ import annotations
 
-import ast
-import json
 import re
-from pathlib import Path
 
 import pexpect
 
 from tests.e2e.conftest import Repl, clean, spawn
 from tests.helpers import wait_for
+from tests.seeds import CORPUS, notebook_cells, seed000, seed002, seed003
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SEED = CORPUS / "seed002_windows.txt"
-_PROSE = re.compile(r"^[A-Z][^=.\"'#]*$")  # a one-line title between cells: "Output (Terminal)", "Action + WaterMark"
-_OUTPUT = re.compile(r"^(\w+(,\w+)+|\d+|Out\[\d+\]:.*)$")  # printed output: a CSV header, a number, Out[N]
-
-
-def notebook_cells(text: str) -> list[tuple[str, str]]:
-    """(number, source) of each `In [N]:` cell: its paragraphs while they parse as Python, up to the output."""
-    cells, lines, index = [], text.splitlines(), 0
-    while index < len(lines):
-        match = re.match(r"^In \[(\d*)\]:\s*$", lines[index])
-        index += 1
-        if not match:
-            continue
-        paragraphs: list[list[str]] = [[]]
-        while index < len(lines) and not re.match(r"^In \[\d*\]:", lines[index]):
-            if lines[index].strip():
-                paragraphs[-1].append(lines[index])
-            elif paragraphs[-1]:
-                paragraphs.append([])
-            index += 1
-        code: list[str] = []
-        first = next(filter(None, paragraphs), [""])
-        if first[0].startswith("%"):  # a notebook magic: its line, as typed
-            cells.append((match.group(1), first[0]))
-            continue
-        for paragraph in filter(None, paragraphs):
-            if code and (len(paragraph) == 1 and _PROSE.match(paragraph[0]) or _OUTPUT.match(paragraph[0])):
-                break
-            candidate = code + [""] + paragraph if code else paragraph
-            try:
-                ast.parse("\n".join(candidate))
-            except SyntaxError:
-                break
-            code = candidate
-        cells.append((match.group(1), "\n".join(code)))
-    return cells
 
 
 def test_the_cells_are_read_as_the_notebook_shows_them():
     cells = notebook_cells(SEED.read_text())
-    assert len(cells) == 24
+    assert len(cells) == 25 and cells[-2] == ("None", "cat ")  # a cell the notebook never ran (In [None]) too
     assert cells[0][1].endswith('spark = SparkSession.builder.appName("SQL").getOrCreate()')
     assert cells[4] == ("6", 'mobileConsoleSQ = windCountDF.writeStream.format("console")\\\n'
                              '                    .option("truncate", "false")\\\n'
@@ -67,28 +29,14 @@ def test_the_cells_are_read_as_the_notebook_shows_them():
     assert all(source for _, source in cells)  # every cell of this seed is Python
 
 
-def _rows(folder: Path, name: str, rows: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-
-
 def test_seed002_cells_pasted_as_written(tmp_path, remote_url):
-    mobile = [{"id": "0", "action": "open", "ts": "2018-03-02T10:02:00"},
-              {"id": "1", "action": "open", "ts": "2018-03-02T10:05:00"},
-              {"id": "2", "action": "close", "ts": "2018-03-02T10:12:00"}]
-    _rows(tmp_path / "input", "1.json", mobile)
-    _rows(tmp_path / "watermarking", "1.json", mobile)
-    _rows(tmp_path / "temperatureRacks", "1.json", [
-        {"rack": "rack1", "temperature": 99.5, "ts": "2018-03-02T10:02:00"},
-        {"rack": "rack1", "temperature": 100.5, "ts": "2018-03-02T10:03:00"},
-        {"rack": "rack2", "temperature": 80.0, "ts": "2018-03-02T10:07:00"}])
     child = spawn("--remote", remote_url)
     repl = Repl(child)
     repl.prompt()
     seen = {}
-    for number, source in notebook_cells(SEED.read_text()):
-        for folder in ("./input/", "./temperatureRacks/", "watermarking/"):
-            source = source.replace(f'"{folder}"', f'"{tmp_path / folder.strip("./")}/"')
+    for number, source in seed002(tmp_path):
+        if number == "None":  # a cell the notebook never ran
+            continue
         child.send(source.replace("\n", "\r") + "\r")
         out = repl.prompt()
         seen[number] = out
@@ -122,31 +70,13 @@ def _paste(repl: Repl, source: str) -> str:
 
 def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     """Seed 000 was written on Databricks: %fs, dbutils and display() cells among the pyspark ones."""
-    events = tmp_path / "events"
-    times = [f"2016-07-26 0{2 + i // 30}:{i % 30 * 2:02d}:00" for i in range(50)]
-    actions = ["Open" if i % 3 else "Close" for i in range(50)]
-    for start in range(0, 50, 10):
-        _rows(events, f"file-{start // 10}.json", [{"time": t, "action": a}
-                                                   for t, a in zip(times[start:start + 10], actions[start:start + 10], strict=True)])
-    _rows(tmp_path / "iot" / "data-device", "part-0.json", [
-        {"id": i, "user_id": 1, "device_id": 1, "num_steps": 100, "miles_walked": 0.1, "calories_burnt": 1.0,
-         "timestamp": f"2018-07-20 10:{i:02d}:00", "value": "{}"} for i in range(20)])
-    for folder in ("output/streaming-steps", "checkpoints/live-exercise"):  # what the notebook's %fs ls cells list
-        (tmp_path / folder).mkdir(parents=True)
-    hourly_path = tmp_path / "output" / "streaming-steps" / "hourly.parquet"
-    paths = {"/databricks-datasets/structured-streaming/events/": f"{events}/",
-             "dbfs:/databricks-datasets/iot-stream/": f"{tmp_path / 'iot'}/",
-             "/output/streaming-steps": f"{tmp_path}/output/streaming-steps",
-             "/checkpoints/": f"{tmp_path}/checkpoints/"}
-    cells = notebook_cells((CORPUS / "seed000_events.txt").read_text())
+    cells, hourly_path = seed000(tmp_path)
     assert len(cells) == 18
     child = spawn("--remote", remote_url)
     repl = Repl(child)
     repl.prompt()
     said = []
     for _, source in cells:
-        for old, new in paths.items():
-            source = source.replace(old, new)
         out = _paste(repl, source)
         said.append(out)
         if source.rstrip().endswith(".start()") and "parquet" in source:
@@ -182,18 +112,6 @@ def test_seed000_databricks_cells_pasted_as_written(tmp_path, remote_url):
     child.expect(pexpect.EOF, timeout=30)
 
 
-def _sensor_files(folder: Path) -> None:
-    """Seed 003's sensor stream: three JSON-lines files, one a trigger (maxFilesPerTrigger=1)."""
-    folder.mkdir(parents=True)
-    for index in range(1, 4):
-        rows = [{"timestamp": f"2018-12-18 10:00:{second:02d}", "deviceId": device, "deviceType": f"SensorType{kind}",
-                 "signalStrength": 0.1 * device} for second in range(0, 10, 2 + index)
-                for device, kind in ((1, "A"), (2, "D"))]
-        tmp = folder / f".streaming-sensor_file-{index}.json"
-        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        tmp.rename(folder / f"streaming-sensor_file-{index}.json")
-
-
 def _display_until(repl: Repl, pattern: str) -> str:
     """A display() cell of a stream: its batches print until Ctrl-C, as in the notebook until the next cell."""
     text = clean(repl.expect(pattern, timeout=120))
@@ -205,19 +123,14 @@ def test_seed003_sensors_as_written(tmp_path, remote_url):
     """Seed 003, every cell in order, with only its data paths changed: its ETL query writes parquet with
     dbutils.fs making its folders, the next cells read the parquet back as a stream, and the display()
     aggregations show the counts per file. What needs Databricks gets one line each."""
-    cells = notebook_cells((CORPUS / "seed003_sensors.txt").read_text())
+    cells, out_path = seed003(tmp_path)
     assert [number for number, _ in cells] == ["4", "12", "14", "16", "18", "20", "21", "23", "25", "28", "30", "32",
                                                "34", "36", "38", "39", "41", "43", "48"]
-    _sensor_files(tmp_path / "mnt" / "Streaming" / "continuous_streaming" / "streaming_sensor")
-    out_path = tmp_path / "pydata" / "Streaming" / "continuous_streaming" / "out" / "iot-stream"
     child = spawn("--remote", remote_url)
     repl = Repl(child)
     repl.prompt()
     said: dict[str, str] = {}
     for number, source in cells:
-        source = source.replace("/tmp/pydata/", f"{tmp_path}/pydata/").replace("/mnt/jules-pydata/", f"{tmp_path}/mnt/")
-        if number == "39":  # a Scala comment, which the cell reader (Python only) leaves out: pasted as written
-            source = "// --- SHOW DASHBOARD ---"
         if number in ("30", "41"):  # display() of a stream: the counts a person reads, then the next cell
             repl.child.send(source.replace("\n", "\r") + "\r")
             said[number] = _display_until(repl, r"Batch: \d+ \(display_query_\d+\)[\s\S]*?\)\r?\n")

@@ -86,6 +86,7 @@ def _trees_never_touched() -> list[tuple[Path, str]]:
 
 INSIDE_IT = "Name the file or folder inside it that you mean"
 NOT_OURS = "sparkscope leaves it alone; if it must go, remove it yourself, outside sparkscope"
+ELSEWHERE = "Pick a path in a folder of yours"
 
 
 def refusal(path: str | os.PathLike[str]) -> str | None:
@@ -145,6 +146,8 @@ def check(path: str | os.PathLike[str], action: str = "delete") -> Path:
     real = lands(path) if action in WRITES else where(path)
     if judged is not None:
         why, hint = judged
+        if action in WRITES and not os.path.lexists(real):  # a new file: nothing there to leave alone
+            action, hint = ("write" if action == "overwrite" else action), ELSEWHERE
         shown = os.fspath(path)
         named = shown if shown == str(real) else f"{shown} ({real})"
         raise RefusedDelete(f"sparkscope will not {action} {named}: {why}", hint, data={"path": str(real)})

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._pyspark import (default_retry_policy, fill_confs_the_server_lacks, hold_process_settings, keep_session_on_close,
-                       make_active, release_process_settings, session_builder, session_id, user_id)
+                       make_active, pass_on_active, release_process_settings, session_builder, session_id, user_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .logs import log, swallowed
@@ -464,11 +464,11 @@ class Session:
         session of this server: Spark's names (the query's, and its temporary view) are per session."""
         found = re.search(r"table or view `(?:[^`]+`\.`)*([^`]+)` cannot be found|No query named '([^']+)'",
                           error.message)
-        name = found and (found.group(1) or found.group(2))
+        name = (found.group(1) or found.group(2)) if found else None
         record = None
         with swallowed("looking for the name in the catalog"):
             record = self.catalog.get(self.url, name) if name else None
-        if record is None or record.state != ACTIVE or record.session_id in (None, self.session_id):
+        if not name or record is None or record.state != ACTIVE or record.session_id in (None, self.session_id):
             return None
         other = str(record.session_id)
         return type(error)(f"{name} is a query of another session ({other[:8]}, started by {record.started_by}); "
@@ -627,10 +627,13 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        spark = self.spark
         try:
             self._release(stop_queries, drop_views)
         finally:
             self._handed_back = True
+            with swallowed("making another open session the active one"):
+                pass_on_active(spark)
 
     def _release(self, stop_queries: bool, drop_views: bool) -> None:
         self._stop_keepalive.set()

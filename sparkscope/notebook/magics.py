@@ -15,7 +15,7 @@ from ..repl.output.results import Block, Table
 from ..repl.prompt.completion import command_candidates
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .extension import Notebook
+    from .kernel import Notebook
 
 IN_A_CELL = {  # what the commands that follow queries do in a notebook, where the cell holds their output
     "watch": "Every query's newest batch, rates, durations, trends and alerts, updating in this cell until the kernel "

@@ -22,7 +22,7 @@ from ..repl.output.results import Message, Table
 from .output import Shown
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .extension import Notebook
+    from .kernel import Notebook
 
 STREAM_ROWS = 100  # the rows of a batch a display() shows
 TREND = 20  # batches in a %watch trend
@@ -74,10 +74,8 @@ def follow_stream(notebook: Notebook, query: Any) -> None:
                 item = batches.get(timeout=0.25)
             except queue.Empty:
                 continue
-            if isinstance(item, str):  # a batch that could not be read: said under the last one
-                last = [*last[:1], Message(item)]
-            else:
-                last = [_batch_table(item)]
+            # a batch that could not be read is said under the last one
+            last = [*last[:1], Message(item)] if isinstance(item, str) else [_batch_table(item)]
             handle.update(Shown("display", last, notebook.spell))
         _drain(batches, last, handle, notebook)
         ended = query.state

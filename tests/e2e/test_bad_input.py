@@ -61,9 +61,12 @@ CASES = [
     (":peek big 5000", "(first 1,000 rows; :peek big 5000 --export FILE.csv writes all 5,000 to a file)"),
     (":tail alive --limit 0", "error: '0' is not a number of rows. Give a whole number of rows, 1 or more."),
     (":await alive --timeout -1", "error: '-1' is not a number of seconds. Give a number of seconds, 0 or more"),
-    (":peek alive --export /proc/rows.csv", "error: Cannot write /proc/rows.csv: No such file or directory. Pick a "
-                                            "path in a folder you can write to."),
-    (":progress alive --export /proc/p.jsonl", "error: Cannot write /proc/p.jsonl: No such file or directory."),
+    (":peek alive --export /proc/rows.csv", "error: sparkscope will not write /proc/rows.csv: it is inside a folder "
+                                            "of the operating system (/proc). Pick a path in a folder of yours."),
+    (":progress alive --export /proc/p.jsonl", "error: sparkscope will not write /proc/p.jsonl: it is inside a "
+                                               "folder of the operating system (/proc)."),
+    (":peek alive --export /nonexistent-dir/rows.csv", "error: The folder /nonexistent-dir does not exist. Create it "
+                                                       "or pick another path."),
     (':produce "bad topic!" x', "error: The topic name 'bad topic!' holds ' !', which Kafka does not allow. Topic "
                                 "names use ASCII letters, digits, '.', '_' and '-'."),
     (':produce "" x', "error: The topic name '' is empty."),

@@ -107,7 +107,8 @@ def test_a_continuous_query_into_a_console_sink_prints_its_epochs_as_they_commit
 def test_a_foreach_writer_query_is_named_for_its_sink_and_why_it_cannot_come_back(repl):
     """The guide's foreach example: a row function. It is a foreach sink (not foreachBatch), and its function lives
     in this process only, so the catalog cannot restart it later."""
-    out = repl.run("def process_row(row):\r    pass\r\rquery = spark.readStream.format('rate').load()"
+    repl.run("def process_row(row):\r    pass\r")
+    out = repl.run("query = spark.readStream.format('rate').load()"
                    ".writeStream.foreach(process_row).queryName('rows_one_by_one').start()")
     assert ("rows_one_by_one cannot be restarted from the catalog: its foreach writer lives only in this Python "
             "process") in out, out

@@ -41,7 +41,12 @@ def kept_rows(shell: Repl, name: str = NAME) -> int:
     return int(match.group(1)) if match else 0
 
 
-def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_url):
+def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_url, sandbox, tmp_path, monkeypatch):
+    # a state dir of its own: --reattach below must meet only these two REPLs' sessions, not another test's (the
+    # server's token, which its state dir held, comes from the environment)
+    token = (sandbox / "state" / "sparkscope" / "token").read_text().strip()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", token)
     a, b = open_repl(remote_url), open_repl(remote_url)
     try:
         a_session, b_pid = session_id(a), b.child.pid
@@ -85,7 +90,8 @@ def test_two_repls_meeting_over_one_query_each_say_what_the_server_runs(remote_u
         assert out == (f"error: {NAME} is running in session {session_id(b)[:8]}, where another sparkscope (pid "
                        f"{b_pid}) works: forgetting it would leave a query nobody can restart. Stop it first: "
                        f":stop {NAME}."), out
-        out = run_sparkscope("--remote", remote_url, "--reattach", "-c", ":queries")
+        out = run_sparkscope("--remote", remote_url, "--reattach", "-c", ":queries",
+                             env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": token})
         assert out.returncode != 0
         assert re.search(r"error: No session on \S+ was left by this client: session \S+ is in use by another "
                          r"sparkscope \(pid \d+\)\. Join it anyway with --session-id \S+", out.stderr), out.stderr

@@ -84,14 +84,15 @@ def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remo
         assert {r.name: r.state for r in second.catalog_records() if r.query_id == later.id} == {
             "earlier": "stopped", "later": "active"}
 
-        again = second.start(second.source.rate(rows_per_second=5), "again", sink="parquet", path=out,
+        again = second.start(second.source.rate(rows_per_second=5), "again_on_that_checkpoint", sink="parquet",
+                             path=out,
                              checkpoint=checkpoint)
         assert again.notes == [
             f"Spark stopped query later as this query started: both use the checkpoint {checkpoint}, and Spark runs "
             "one query per checkpoint. Give each query a checkpointLocation of its own"]
         assert later.state == "stopped"
         again.stop()
-        assert second.restart("again").notes == []  # its checkpoint was free: nothing to say
+        assert second.restart("again_on_that_checkpoint").notes == []  # its checkpoint was free: nothing to say
     finally:
         for session in (first, second):
             session.stop_all()

@@ -34,3 +34,18 @@ def test_connect_leaves_logging_and_warnings_as_they_were(remote_url):
     seen = json.loads(out.stdout)
     assert seen["after"] == seen["before"]
     assert "notice:" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_closing_a_second_session_leaves_the_first_one_parsing_ddl_strings(remote_url):
+    """pyspark parses a DDL string (a UDF's return type, transformWithState's schema) with its default session;
+    its stop() leaves none. Closing one sparkscope session must not break another that is still open."""
+    import pyspark.sql.functions as F
+
+    import sparkscope
+
+    with sparkscope.connect(remote_url) as first:
+        with sparkscope.connect(remote_url) as second:
+            assert second.spark.range(1).count() == 1
+        assert str(F.udf(lambda x: x, "struct<k: string, n: int>").returnType) == (
+            "StructType([StructField('k', StringType(), True), StructField('n', IntegerType(), True)])")
+        assert first.spark.range(2).count() == 2

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -100,7 +101,26 @@ def make_active(spark: Any) -> None:
 
     with SparkSession._lock:
         SparkSession._default_session = spark
+        _made_active[:] = [ref for ref in _made_active if ref() not in (None, spark)] + [weakref.ref(spark)]
     SparkSession._active_session.session = spark
+
+
+_made_active: list[weakref.ref[Any]] = []  # the sessions make_active made the default, the latest last
+
+
+def pass_on_active(stopped: Any) -> None:
+    """After `stopped` stopped (its stop() leaves pyspark no default session): the session made active before it,
+    if it is still open, is the default again, so that another sparkscope session of this process still parses DDL
+    strings."""
+    from pyspark.sql.connect.session import SparkSession
+
+    with SparkSession._lock:
+        open_ones = [spark for spark in (ref() for ref in _made_active)
+                     if spark is not None and spark is not stopped and not spark.is_stopped]
+        _made_active[:] = [weakref.ref(spark) for spark in open_ones]
+        if SparkSession._default_session is not None or not open_ones:
+            return
+    make_active(open_ones[-1])
 
 
 # The confs a newer client's createDataFrame asks the server for (SparkConnectClient.get_config_dict in

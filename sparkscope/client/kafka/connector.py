@@ -31,7 +31,7 @@ def recorded_bootstraps(records: list[Any], session_id: str | None) -> list[str]
         if (record.options or {}).get("kafka.bootstrap.servers"):
             return str(record.options["kafka.bootstrap.servers"])
         fields = plan_fields(record.plan or b"")
-        return next((value for (name, key), (_, value) in zip(fields, fields[1:])
+        return next((value for (name, key), (_, value) in zip(fields, fields[1:], strict=False)
                      if name == "key" and key.lower() == "kafka.bootstrap.servers" and value), None)
 
     ordered = sorted(records, key=lambda r: (r.session_id == session_id, r.started_at))

@@ -383,6 +383,8 @@ class QueryStarter:
                       checkpoint_users=checkpoint_users)
         for note in query.notes:  # pyspark's start has no notes to show: each is a warning
             log.warning("%s", note)
+        if recorded and query.restart_note:  # nor a note of why it cannot come back: said once, here
+            log.info("%s cannot be restarted from the catalog: %s", name, query.restart_note)
         return query
 
     def register(self, query: Query, *, plan: bytes | None, problem: str | None,

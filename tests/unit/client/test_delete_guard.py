@@ -120,6 +120,13 @@ def test_a_partial_delete_says_what_was_removed_and_what_was_left(home, monkeypa
     assert (tree / "sub" / "f.txt").exists() and not (tree / "sub" / "g.txt").exists()
 
 
+def test_a_new_file_in_a_folder_never_touched_is_refused_as_a_write_with_a_place_to_write_instead(home):
+    with pytest.raises(RefusedDelete) as refused:
+        delete_guard.write_text("/proc/sparkscope-new.csv", "x")
+    assert str(refused.value) == ("sparkscope will not write /proc/sparkscope-new.csv: it is inside a folder of the "
+                                  "operating system (/proc). Pick a path in a folder of yours.")
+
+
 def test_overwrites_moves_and_copies_are_checked_at_both_ends(home):
     data = home / "work" / "data"
     with pytest.raises(RefusedDelete, match="will not overwrite .*/.profile"):

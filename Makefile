@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 BENCHSTAMP := $(VENV)/.installed-bench
+LABSTAMP := $(VENV)/.installed-lab
 SOAK_MINUTES ?= 60
 # Servers that are not sparkscope's own, for the tests' server tier (tests/foreign_server.py): each a venv of its
 # own, built once (pip's cache keeps a rebuild fast). `bare` is the pinned pyspark without extras (the official
@@ -21,7 +22,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install server-stop clean
+.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install lab server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -33,7 +34,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing sparkscope and pyspark into $(VENV) (about 450 MB; a minute or two the first time)…"
 	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
 	@$(BIN)/python -c 'import sparkscope, pyspark' && touch $@
-	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate"
+	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate (notebooks: make lab)"
 
 $(TESTSTAMP): $(STAMP)
 	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test]'
@@ -44,6 +45,14 @@ $(BENCHSTAMP): $(TESTSTAMP)
 	@touch $@
 
 install: $(STAMP)
+
+# JupyterLab and the kernel's extra (sparkscope[jupyter]) in the same venv: %load_ext sparkscope (docs/notebooks.md)
+$(LABSTAMP): $(STAMP)
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[jupyter]' 'jupyterlab>=4'
+	@touch $@
+
+lab: $(LABSTAMP)
+	$(BIN)/jupyter lab
 
 .venv-servers/bare/.installed: pyproject.toml
 	rm -rf .venv-servers/bare && $(PYTHON) -m venv .venv-servers/bare

@@ -28,8 +28,11 @@ class _Interrupting(NotebookClient):
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         if msg["msg_type"] == "update_display_data":
             self.updates.setdefault(cell_index, []).append(msg["content"].get("data", {}))
-        elif msg["msg_type"] == "stream":
+        if msg["msg_type"] == "stream":
             self._printed[cell_index] = self._printed.get(cell_index, "") + msg["content"].get("text", "")
+        elif msg["msg_type"] in ("display_data", "update_display_data"):  # what its displays showed, too
+            shown = msg["content"].get("data", {}).get("text/plain", "")
+            self._printed[cell_index] = self._printed.get(cell_index, "") + shown + "\n"
         updates = cell.metadata.get("interrupt_after")
         printed = cell.metadata.get("interrupt_on")
         if cell_index not in self._interrupted and (
@@ -42,7 +45,7 @@ class _Interrupting(NotebookClient):
 
 def cell(source: str, interrupt_after: int | None = None, interrupt_on: tuple[str, int] | None = None) -> Any:
     """A code cell; the kernel is interrupted in it once its output was updated `interrupt_after` times, or once
-    what it printed matches the regex interrupt_on[0] interrupt_on[1] times."""
+    what it printed or displayed matches the regex interrupt_on[0] interrupt_on[1] times."""
     made = nbformat.v4.new_code_cell(source)
     if interrupt_after is not None:
         made.metadata["interrupt_after"] = interrupt_after

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kernel import Notebook
-from .magics import Magics
+from .magics import Magics, databricks_cell
 from .streams import NotebookDisplay
 
 _loaded: dict[int, Notebook] = {}  # one per IPython shell
@@ -24,4 +24,6 @@ def load(shell: Any) -> None:
 def unload(shell: Any) -> None:
     notebook = _loaded.pop(id(shell), None)
     if notebook is not None:
+        if databricks_cell in shell.input_transformers_cleanup:
+            shell.input_transformers_cleanup.remove(databricks_cell)
         notebook.unload()

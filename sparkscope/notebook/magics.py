@@ -5,6 +5,7 @@ runs the command instead, as `%sparkscope` runs any of them. `%watch` and `%tail
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,23 @@ SPARKSCOPE_USAGE = ("%sparkscope [--remote sc://HOST:PORT] [--profile NAME] [--s
                     "or %sparkscope COMMAND [ARGS…]")
 
 
+_CELL_MAGIC_FIRST_LINE = re.compile(r"^%(sql|md|python)\b[ \t]*(.*)$")
+
+
+def databricks_cell(lines: list[str]) -> list[str]:
+    """A Databricks cell as this kernel runs it (an IPython input transformer): a first line `%sql` with the SQL on
+    the lines below is the cell magic %%sql, `%md` is IPython's %%markdown, `%python` is the Python below it. A
+    one-line `%sql SELECT …` stays the line magic."""
+    found = _CELL_MAGIC_FIRST_LINE.match(lines[0].rstrip("\n")) if lines else None
+    if found is None or (found.group(1) == "sql" and not any(line.strip() for line in lines[1:])):
+        return lines
+    magic, first = found.groups()
+    if magic == "python":
+        return ([first + "\n"] if first else []) + lines[1:]
+    head = "%%sql\n" if magic == "sql" else "%%markdown\n"
+    return [head] + ([first + "\n"] if first else []) + lines[1:]
+
+
 class Magics:
     def __init__(self, notebook: Notebook):
         self.notebook = notebook
@@ -48,6 +66,7 @@ class Magics:
         shell.register_magic_function(self.sparkscope, "line", "sparkscope")
         shell.register_magic_function(self.sql_cell, "cell", "sql")
         shell.register_magic_function(self.fs, "line", "fs")
+        shell.input_transformers_cleanup.append(databricks_cell)
 
     def _line(self, name: str) -> Any:
         def magic(line: str) -> None:
@@ -119,7 +138,7 @@ class Magics:
         self.notebook.executor.run(f"%fs {line}")
 
     def help_table(self) -> Table:
-        rows = [[self.notebook.magic_names[name], IN_A_CELL.get(name, command.summary)]
+        rows = [[self.notebook.magic_names[name], self.notebook.spell(IN_A_CELL.get(name, command.summary))]
                 for name, command in sorted(REGISTRY.commands.items()) if name in self.notebook.magic_names]
         rows += [["%%sql", "A cell of SQL, run as %sql runs it"], ["%fs", "dbutils.fs over this machine's files: "
                                                                           "ls, head, mkdirs, rm, cp, mv, put"],

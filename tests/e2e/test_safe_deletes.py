@@ -143,10 +143,9 @@ def test_a_write_through_a_link_is_judged_where_it_lands(remote_url, home):
             f"error: sparkscope will not overwrite ex/link.csv ({home}/.profile): it is a hidden file or folder "
             "of your home folder, where programs keep their settings. sparkscope leaves it alone; if it must go, "
             "remove it yourself, outside sparkscope.")
-        assert last(shell, f":progress q --export {home}/.hidden.jsonl") == (
-            f"error: sparkscope will not overwrite {home}/.hidden.jsonl: it is a hidden file or folder of your home "
-            "folder, where programs keep their settings. sparkscope leaves it alone; if it must go, remove it "
-            "yourself, outside sparkscope.")
+        assert last(shell, f":progress q --export {home}/.hidden.jsonl") == (  # a new file: a write, not an overwrite
+            f"error: sparkscope will not write {home}/.hidden.jsonl: it is a hidden file or folder of your home "
+            "folder, where programs keep their settings. Pick a path in a folder of yours.")
         shell.child.send(":peek q --export kept.csv\r")
         shell.child.expect(r"kept\.csv exists\. Write over it\? \[y/N\]", timeout=60)
         shell.child.send("n\r")

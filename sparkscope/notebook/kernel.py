@@ -106,7 +106,7 @@ class Notebook:
                                 on_server_wait=self.executor.holder.server_starting)
         if not self.executor.holder.started:
             self.executor.holder.connect_in_background(opener)
-            session = self.session()
+            session = self.executor.session  # "Connected to …" follows: no "(connecting…)" before it
             print(f"Connected to {session.url} (session {session.session_id[:8]}, Spark {session.server_version})")
             return
         from ..repl.commands.session import connected

@@ -1,5 +1,7 @@
 """A result as a notebook shows it: HTML for a notebook, the terminal's text for a console, and the JSON that
---format json prints, for a front end that asks for it. The rendering itself is repl/output's."""
+--format json prints under a type of sparkscope's own (JSON_TYPE), for a program that reads the notebook: a front end
+shows the HTML (JupyterLab would draw plain application/json as a tree in its place). The rendering itself is
+repl/output's."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from ..repl.output.render import render, to_json
 from ..repl.output.results import Block, Message, Table
 
 
+JSON_TYPE = "application/vnd.sparkscope.result+json"
+
+
 class Shown:
     """A command's result, for IPython's display(); `spell` names colon commands as this kernel's magics."""
 
@@ -22,7 +27,7 @@ class Shown:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": render(self.result), "text/html": to_html(self.result),
-                "application/json": json.loads(to_json(self.name, self.result))}
+                JSON_TYPE: json.loads(to_json(self.name, self.result))}
 
     def __repr__(self) -> str:
         return render(self.result)

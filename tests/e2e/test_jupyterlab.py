@@ -44,11 +44,16 @@ def _notebook(url: str) -> dict:
 def lab(tmp_path, remote_url):
     """JupyterLab on 127.0.0.1 with a token of its own (in its environment, never its arguments), serving tmp_path."""
     (tmp_path / "live.ipynb").write_text(json.dumps(_notebook(remote_url)))
+    labconfig = tmp_path / "jupyter-config" / "labconfig"  # no "official Jupyter news?" toast over the cells
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     port, token = free_port(), secrets.token_hex(16)
     log = (tmp_path / "lab.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--ServerApp.root_dir={tmp_path}", "--ServerApp.port_retries=0"],
+         f"--ServerApp.root_dir={tmp_path}", "--ServerApp.port_retries=0",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI runs as root
         env={**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
              "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")},
         stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
@@ -76,18 +81,19 @@ def lab(tmp_path, remote_url):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (CI installs the OS package chromium)")
-def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_interrupt(lab):
+def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_interrupt(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
+    failed_picture = tmp_path / "failed.png"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(lab)
             cells = page.locator(".jp-Notebook .jp-Cell")
-            wait_for(lambda: cells.count() == 3 and page.locator(".jp-Notebook-ExecutionIndicator, "
-                                                                   "#jp-main-statusbar").count() > 0,
-                     LAB_START, every=0.5, what="the notebook's three cells")
+            status = page.locator("#jp-main-statusbar")
+            wait_for(lambda: cells.count() == 3 and status.count() == 1 and "Idle" in status.inner_text(),
+                     LAB_START, every=0.5, what="the notebook's three cells and its kernel, idle")
 
             def run_cell(index: int) -> None:
                 cells.nth(index).locator(".jp-InputArea-editor").click()
@@ -127,5 +133,8 @@ def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_in
             run_cell(2)
             wait_for(lambda: "live" in output(2), 60, every=0.5, what="%queries")
             assert re.search(r"live\s+[0-9a-f]{8}\s+active", output(2)), output(2)
+        except BaseException:
+            page.screenshot(path=str(failed_picture))  # what the page showed when the test failed
+            raise
         finally:
             browser.close()

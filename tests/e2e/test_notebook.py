@@ -56,6 +56,9 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
     assert re.search(r"\| shown +\| [0-9a-f]{8} +\| active", out["queries"]), out["queries"]
     assert re.search(r"\| ticks +\| [0-9a-f]{8} +\| active", out["queries"]), out["queries"]
     assert re.search(r"\(3 rows\)", out["peek"]) and "<table" in html_of(nb.cells[index["peek"]]), out["peek"]
+    peeked = [o["data"]["application/vnd.sparkscope.result+json"] for o in nb.cells[index["peek"]]["outputs"]
+              if "application/vnd.sparkscope.result+json" in o.get("data", {})]
+    assert [peeked[0]["command"], len(peeked[0]["rows"])] == ["peek", 3] and "value" in peeked[0]["rows"][0], peeked
 
     # %watch: the queries' rows, updated, until the interrupt; %tail: batches printed in its cell
     watched = updates.get(index["watch"], [])

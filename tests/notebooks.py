@@ -66,14 +66,14 @@ def run(cells: list[Any], cwd: str | None = None, allow_errors: bool = True) -> 
 def text_of(executed_cell: Any) -> str:
     """Everything a cell showed, as text: its streams, the text/plain of its results and displays (as they ended),
     and its error's lines."""
-    parts = []
+    parts = []  # IPython's tracebacks come coloured: the colours go
     for output in executed_cell.get("outputs", []):
         if output["output_type"] == "stream":
             parts.append(output["text"])
         elif output["output_type"] in ("display_data", "execute_result"):
             parts.append(output["data"].get("text/plain", ""))
         elif output["output_type"] == "error":
-            parts.append("\n".join(output["traceback"]))
+            parts.append(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output["traceback"])))
     return "\n".join(parts)
 
 

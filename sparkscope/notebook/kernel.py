@@ -20,6 +20,7 @@ from typing import Any, TextIO, cast
 from ..client.errors import SparkscopeError, translate
 from ..client.logs import swallowed
 from ..client.secrets import redact
+from ..repl.commands.registry import UsageError
 from ..repl.executor import Executor
 from ..repl.habits.user_code import StoppedWaiting, UserCall, mark_user_code
 from ..repl.output.render import error_line
@@ -72,6 +73,7 @@ class Notebook:
                                  namespace=shell.user_ns, present=self._present, confirm=self._confirm)
         self.executor.holder.connect_on_demand(session_opener(None, on_server_wait=self.executor.holder.server_starting))
         self._words: re.Pattern[str] | None = None
+        self._cell = ""  # the source of the cell that runs
 
     # -- loading ---------------------------------------------------------------------------------------
     def load(self, display: Any) -> None:
@@ -123,6 +125,7 @@ class Notebook:
     # -- cells ---------------------------------------------------------------------------------------------
     def _before_cell(self, info: Any) -> None:
         mark_user_code(UserCall(self.executor, threading.Event(), interrupted_here=True))
+        self._cell = getattr(info, "raw_cell", "") or ""
         source = "\n".join(line for line in (getattr(info, "raw_cell", "") or "").splitlines()
                            if not line.lstrip().startswith(("%", "!")))  # a magic opens the session if it needs it
         if source and not source.lstrip().startswith("%%") and _mentions_session(source) and \
@@ -149,6 +152,12 @@ class Notebook:
             shell.showtraceback((CellFailed, said, None))
 
     def _line_for(self, value: BaseException) -> str | None:
+        words = self._cell.strip().split(None, 1)
+        if words[:1] == ["%run"] and isinstance(value.__cause__, OSError) and "not found" in str(value.__cause__):
+            # a Databricks %run of another notebook, which has no file here
+            return error_line(UsageError(f"%run found no file {words[1] if len(words) > 1 else ''}".rstrip(),
+                                         "In a kernel %run runs a Python file or a notebook (give its .py or .ipynb); "
+                                         "a Databricks notebook's %run of another notebook needs that one here"))
         if isinstance(value, StoppedWaiting):
             what = value.what
             return (f"Stopped waiting for {what}; it keeps running (:stop {what} ends it)." if what != "any query"

@@ -86,6 +86,9 @@ class Magics:
             if command == "watch":
                 streams.watch(self.notebook, split_args(line))
                 return
+            if command == "sql":  # as a Databricks %sql line reads in the REPL (an empty one says what to give)
+                self.notebook.executor.run(f"%sql {line}".rstrip())
+                return
             if command == "tail" and "--stop" not in line.split() and line.strip():
                 line = f"{line} --follow" if "--follow" not in line.split() else line
             if command == "help" and not line.strip():

@@ -5,7 +5,8 @@ the same data as the REPL's corpus tests (tests/seeds.py).
 What a person waits for by eye before the next cell (a query has processed its input) is a cell of the test's,
 marked `# (the test's)`: never the seed's. A display() of a stream is interrupted once it showed a batch, as a person
 moves on. What cannot run here fails as it fails pasted in the REPL (e2e/test_corpus.py), with the same one-line
-hints, each colon command named as the magic that runs it here; `%run` is IPython's own in a kernel."""
+hints, each colon command named as the magic that runs it here; `%run` is IPython's own in a kernel (it runs a file),
+so its failure says what it found missing and how a kernel runs another notebook."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.seeds import seed000, seed001, seed002, seed003
 
 pytestmark = pytest.mark.slow
 
-BATCH_SHOWN = (r"Batch: \d+ \(display_query_\d+\)", 1)  # a display() of a stream showed a batch: the next cell
+BATCH_SHOWN = (r"Batch: \d+ \(display_query_\d+", 1)  # a display() of a stream showed a batch: the next cell
 
 
 def _notebook(url: str, sources: list[str], waits: dict[int, str], displays: tuple[int, ...] = ()):
@@ -81,7 +82,10 @@ def test_seed000_databricks_cells_run_as_a_notebook_with_fs_and_display(tmp_path
     parquet_start = next(position for position, source in enumerate(sources)
                          if source.rstrip().endswith(".start()") and "parquet" in source)
     made, where = _notebook(remote_url, sources, waits={
-        parquet_start: _until(f"spark.read.parquet('{hourly}').count() > 0", 60)})
+        parquet_start: (f"def committed():  # the first window the watermark closed, committed\n"
+                        f"    try:\n        return spark.read.parquet('{hourly}').count() > 0\n"
+                        f"    except Exception:  # no file committed yet: no schema to read\n        return False\n"
+                        + _until("committed()", 60))})
     nb, _ = run(made, cwd=str(tmp_path))
     failed = _errors(nb, where)
     # as pasted in the REPL: the second `counts` query, started while the first still runs
@@ -109,11 +113,14 @@ def test_seed003_sensor_cells_run_as_a_notebook_with_live_displays(tmp_path, rem
     nb, _ = run(made, cwd=str(tmp_path))
     firsts = sorted(lines[0].split(".")[0] for lines in _errors(nb, where).values())
     streaming_sql = "error: This SQL reads a stream"
-    # as in the REPL: SQL over a stream (three cells), an empty %sql, a Scala comment; %run is IPython's own in a
-    # kernel, which says that the setup notebooks are not there
+    # as in the REPL: SQL over a stream (three cells), an empty %sql, a Scala comment (Python's SyntaxError, as
+    # there), and the %run of the setup notebooks, which in a kernel is IPython's %run of a file: none here
     assert firsts == sorted([streaming_sql, streaming_sql, streaming_sql, "error: %sql needs a statement",
-                             "SyntaxError: invalid syntax", "ERROR:root:File `'./setup/setup_data",
-                             "ERROR:root:File `'./setup/cleanup_data"]), firsts
+                             "SyntaxError: invalid syntax", 'error: %run found no file "',
+                             'error: %run found no file "']), firsts
+    assert text_of(nb.cells[where[numbers.index("4")]]).strip() == (
+        'error: %run found no file "./setup/setup_data". In a kernel %run runs a Python file or a notebook (give its '
+        ".py or .ipynb); a Databricks notebook's %run of another notebook needs that one here.")
     assert list(out_path.glob("*.parquet")), "the ETL query wrote no parquet"
     for number in ("30", "41"):  # display() of a stream: a live output, until the interrupt
         shown = text_of(nb.cells[where[numbers.index(number)]])
@@ -152,7 +159,8 @@ def test_seed001_socket_word_count_runs_as_a_notebook(tmp_path, remote_url):
     try:
         cells = [source for number, source in seed001(lines.port) if number != "None"]
         assert len(cells) == 3  # the guide's word count; its fragments (In [None]) never ran
-        made, where = _notebook(remote_url, cells, waits={2: "query.processAllAvailable()"})
+        made, where = _notebook(remote_url, cells, waits={
+            2: _until("sum(p.numInputRows for p in query.recentProgress) >= 2", 60)})  # both lines counted
         nb, _ = run(made, cwd=str(tmp_path))
         assert _errors(nb, where) == {}
         everything = "\n".join(text_of(c) for c in nb.cells)

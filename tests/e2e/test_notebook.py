@@ -19,6 +19,9 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
         "display": cell("display(ticks.selectExpr('value', 'value % 3 AS bucket'), streamName='shown')",
                         interrupt_after=2),
         "queries": cell("%queries"),
+        "complete": cell("from IPython.core.completer import provisionalcompleter\n"
+                         "with provisionalcompleter():\n"
+                         "    print([c.text for c in get_ipython().Completer.completions('%peek ti', 8)])"),
         "peek": cell("%peek ticks 3 --order value"),
         "watch": cell("%watch", interrupt_after=2),
         "tail": cell("%tail ticks --limit 2", interrupt_on=(r"Batch: \d+ \(ticks\)", 2)),
@@ -55,6 +58,7 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
     assert "<th>value</th><th>bucket</th>" in html_of(nb.cells[index["display"]])
     assert re.search(r"\| shown +\| [0-9a-f]{8} +\| active", out["queries"]), out["queries"]
     assert re.search(r"\| ticks +\| [0-9a-f]{8} +\| active", out["queries"]), out["queries"]
+    assert "'ticks'" in out["complete"], out["complete"]  # Tab after %peek completes the query's name
     assert re.search(r"\(3 rows\)", out["peek"]) and "<table" in html_of(nb.cells[index["peek"]]), out["peek"]
     peeked = [o["data"]["application/vnd.sparkscope.result+json"] for o in nb.cells[index["peek"]]["outputs"]
               if "application/vnd.sparkscope.result+json" in o.get("data", {})]

@@ -22,7 +22,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit bench soak lint docs install lab server-stop clean
+.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit check bench soak lint docs install lab server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -123,6 +123,11 @@ test-guide: $(TESTSTAMP)
 
 unit: $(TESTSTAMP)
 	$(BIN)/python -m pytest tests/unit -q
+
+# the inner loop: lint and every test that needs no Spark server (CONTRIBUTING.md says when to run which)
+check: $(TESTSTAMP)
+	@$(MAKE) --no-print-directory lint
+	$(BIN)/python -m pytest tests/unit -q --ignore=tests/unit/test_house.py --ignore=tests/unit/test_layering.py --ignore=tests/unit/test_public_api.py --ignore=tests/unit/test_docs.py
 
 bench: $(TESTSTAMP)
 	$(BIN)/python benchmarks/run_all.py

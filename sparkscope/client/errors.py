@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
+
 from .secrets import redact
 
 T = TypeVar("T")
@@ -35,7 +37,11 @@ class SparkscopeError(Exception):
         self.error_class = error_class
         self.code = code or type(self).code
         self.data = {key: redact(str(value)) for key, value in (data or {}).items()}
-        super().__init__(str(self))
+        if isinstance(self, PySparkException):  # one of pyspark's too: its condition and parameters, as pyspark has
+            PySparkException.__init__(self, str(self), _condition(error_class), dict(self.data))
+            Exception.__init__(self, str(self))
+        else:
+            super().__init__(str(self))
 
     def text(self, hint: str | None = None) -> str:
         """The sentence shown to the user, with this hint (or the error's own)."""
@@ -47,6 +53,11 @@ class SparkscopeError(Exception):
 
     def __str__(self) -> str:
         return self.text()
+
+
+def _condition(error_class: str | None) -> str | None:
+    """Spark's error condition (UNRESOLVED_COLUMN.WITH_SUGGESTION), not a Python class name that stands in for one."""
+    return error_class if error_class and re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)*", error_class) else None
 
 
 MAX_WORD = 120  # a pasted blob quoted inside an error is cut, not echoed in full
@@ -116,14 +127,16 @@ class ServerOutOfMemory(SparkscopeError):
     code = "server_out_of_memory"
 
 
-class AnalysisError(SparkscopeError):
-    """Spark rejected a plan: unknown table or column, bad schema, bad SQL."""
+class AnalysisError(SparkscopeError, AnalysisException):
+    """Spark rejected a plan: unknown table or column, bad schema, bad SQL. Also pyspark's AnalysisException, so
+    that `except AnalysisException` catches it as it catches pyspark's own."""
 
     code = "analysis"
 
 
-class UnsupportedOperation(SparkscopeError):
-    """An operation Spark does not allow on a streaming DataFrame or with these options."""
+class UnsupportedOperation(SparkscopeError, AnalysisException):
+    """An operation Spark does not allow on a streaming DataFrame or with these options (pyspark raises an
+    AnalysisException for it, and this is one too)."""
 
     code = "unsupported"
 
@@ -140,8 +153,8 @@ class QueryNotFound(SparkscopeError):
     code = "query_not_found"
 
 
-class QueryFailed(SparkscopeError):
-    """A streaming query terminated with an exception."""
+class QueryFailed(SparkscopeError, StreamingQueryException):
+    """A streaming query terminated with an exception (also pyspark's StreamingQueryException)."""
 
     code = "query_failed"
 

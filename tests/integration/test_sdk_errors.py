@@ -217,3 +217,28 @@ def test_a_cancelled_probe_is_never_kept_and_the_next_call_asks_again(remote_url
         assert ss.facts.known() is None  # nothing kept
         again = ss.facts.get(refresh=True)
         assert again.python.version and again.python.failure is None, again.python
+
+
+def test_pyspark_s_own_except_clauses_catch_sparkscope_s_errors(ss):
+    """Code written for pyspark catches AnalysisException and StreamingQueryException: it still does around
+    sparkscope's calls, and pyspark's accessors answer (the condition, the one-line message)."""
+    from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
+    from pyspark.sql import functions as F
+
+    try:
+        ss.sql("SELECT nope FROM range(1)")
+    except AnalysisException as caught:
+        assert isinstance(caught, AnalysisError) and isinstance(caught, PySparkException)
+        assert caught.getCondition() == "UNRESOLVED_COLUMN.WITH_SUGGESTION"
+        assert str(caught).startswith("A column, variable, or function parameter with name `nope` cannot be "
+                                      "resolved"), str(caught)
+    else:
+        raise AssertionError("ss.sql of an unknown column raised nothing")
+    query = ss.start(ss.source.rate(10).select(F.expr("assert_true(value < 3)").alias("ok")), "doomed_again")
+    try:
+        query.await_termination(60)
+    except StreamingQueryException as caught:
+        assert isinstance(caught, QueryFailed)
+        assert str(caught) == "Query doomed_again failed: '(value < 3)' is not true!"
+    else:
+        raise AssertionError("the failed query's await raised nothing")

@@ -1,5 +1,5 @@
-"""sparkscope.connect() is a library call: it leaves the process's logging and warnings alone,
-prints nothing, and its errors speak Python, not REPL commands."""
+"""sparkscope.connect() is a library call: it leaves the process's logging, warnings, environment, tabulate and
+pyspark's switches as they were once it is closed, prints nothing, and its errors speak Python, not REPL commands."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ SCRIPT = textwrap.dedent("""
         names = ["", "pyspark", "py4j", "grpc", "sparkscope", "SQLQueryContextLogger"]
         loggers = {n: [type(h).__name__ for h in logging.getLogger(n).handlers] for n in names}
         propagate = {n: logging.getLogger(n).propagate for n in names}
-        return {"loggers": loggers, "propagate": propagate, "filters": [str(f) for f in warnings.filters]}
+        import os, tabulate, pyspark.sql.connect.client.core as core
+        return {"loggers": loggers, "propagate": propagate, "filters": [str(f) for f in warnings.filters],
+                "env": dict(os.environ), "tabulate padding": tabulate.MIN_PADDING,
+                "pyspark's gc switch": repr(getattr(core, "disable_gc", None))}
 
     # pyspark configures some loggers and warning filters itself when imported: compare after that
     import pyspark.sql.connect.session, pyspark.sql.connect.client.retries, pyspark.sql.functions  # noqa
@@ -24,14 +27,16 @@ SCRIPT = textwrap.dedent("""
     with sparkscope.connect(sys.argv[1]) as ss:
         ss.start(ss.source.rate(5), "lib_ticks").stop()
         ss.monitor  # noqa: B018 - the listener thread too
-        print(json.dumps({"before": before, "after": state()}))
+        during = state()
+    print(json.dumps({"before": before, "during": during, "after": state()}))
 """)
 
 
-def test_connect_leaves_logging_and_warnings_as_they_were(remote_url):
+def test_connect_leaves_logging_warnings_the_environment_and_pyspark_as_they_were(remote_url):
     out = subprocess.run([sys.executable, "-c", SCRIPT, remote_url], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
+    assert seen["during"]["env"].get("SPARK_CONNECT_MODE_ENABLED") == "1"  # what an open session needs of it
     assert seen["after"] == seen["before"]
     assert "notice:" not in out.stderr and "Traceback" not in out.stderr
 

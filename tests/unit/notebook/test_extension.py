@@ -69,3 +69,18 @@ def test_a_databricks_sql_cell_of_several_lines_is_the_sql_cell_magic_and_md_is_
     assert shell.transform_cell("%md # Title\ntext\n") == (
         "get_ipython().run_cell_magic('markdown', '', '# Title\\ntext\\n')\n")
     assert shell.transform_cell("%python\nx = 1\n") == "x = 1\n"
+
+
+def test_display_of_anything_but_a_dataframe_stays_ipython_s(shell, capsys):
+    class Rich:
+        def _repr_markdown_(self):
+            return "**rich**"
+
+        def __repr__(self):
+            return "Rich()"
+
+    shell.run_cell("display('hello', 42)")
+    assert capsys.readouterr().out.split() == ["'hello'", "42"]
+    shell.user_ns["rich"] = Rich()
+    shell.run_cell("display(rich)")
+    assert capsys.readouterr().out.strip() == "Rich()"  # a console shows text/plain, as IPython's display does

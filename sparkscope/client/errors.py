@@ -584,6 +584,18 @@ def jar_error(text: str) -> SparkscopeError | None:
     return kind(sentence[:1].upper() + sentence[1:], hint, f"SPARKSCOPE_{found.group(1)}", code=code)
 
 
+def _server_out_of_memory(exc: BaseException, text: str, error_class: str | None) -> re.Match[str] | None:
+    """The JVM's own OutOfMemoryError, in whatever error the dying call ended with; never the words of Python code
+    the server ran (a UDF's own exception) nor a name in an analysis error (a column called OutOfMemoryError)."""
+    python_code = (_is_pyspark(exc, "PythonException") or (error_class or "").startswith("PYTHON_")
+                   or python_raised(text) is not None)
+    if python_code:
+        return None
+    if "java.lang.OutOfMemoryError" in text or error_class in (None, "OutOfMemoryError"):
+        return re.search(_OOM, text)
+    return None
+
+
 def translate(exc: BaseException) -> SparkscopeError:
     """Turn any exception raised by pyspark or gRPC into a SparkscopeError (idempotent)."""
     if isinstance(exc, SparkscopeError):
@@ -596,7 +608,7 @@ def translate(exc: BaseException) -> SparkscopeError:
     if (jar := jar_error(text)) is not None:
         return jar
 
-    oom = re.search(_OOM, text)  # the JVM's own words, in whatever error the dying call ended with
+    oom = _server_out_of_memory(exc, text, error_class)
     if oom:
         what = (oom.group(1) or "Java heap space").strip().rstrip(".")
         return ServerOutOfMemory(f"The Spark server ran out of memory ({what})", OOM_HINT, "OutOfMemoryError")

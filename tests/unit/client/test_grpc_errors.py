@@ -106,3 +106,23 @@ def test_a_cut_connection_is_retried_a_few_times_and_a_lost_server_given_up_in_s
         waits.append(wait)
     assert len(waits) == RETRIES
     assert sum(waits) / 1000 <= 2.0  # a server that is gone is said within seconds, not minutes
+
+
+def test_out_of_memory_is_the_server_s_own_failure_never_words_in_python_code_or_a_name():
+    """Known by its structure: the JVM's java.lang.OutOfMemoryError; not a UDF's own exception that says
+    OutOfMemoryError, nor an analysis error about a column named so."""
+    from pyspark.errors import AnalysisException, PythonException
+
+    from sparkscope.client.errors import AnalysisError
+
+    udf = PythonException("An exception was thrown from the Python worker. Please see the stack trace below.\n"
+                          "Traceback (most recent call last):\n  File \"<stdin>\", line 3, in f\n"
+                          "RuntimeError: OutOfMemoryError: simulated by the test\n")
+    assert not isinstance(translate(udf), ServerOutOfMemory)
+    assert str(translate(udf)) == "RuntimeError: OutOfMemoryError: simulated by the test."
+    column = AnalysisException("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with "
+                               "name `OutOfMemoryError` cannot be resolved. SQLSTATE: 42703",
+                               "UNRESOLVED_COLUMN.WITH_SUGGESTION", {"objectName": "`OutOfMemoryError`"})
+    assert isinstance(translate(column), AnalysisError) and not isinstance(translate(column), ServerOutOfMemory)
+    jvm = AnalysisException("Job aborted: java.lang.OutOfMemoryError: Java heap space", "INTERNAL_ERROR", {})
+    assert isinstance(translate(jvm), ServerOutOfMemory)

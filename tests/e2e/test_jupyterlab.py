@@ -33,7 +33,7 @@ def _notebook(url: str) -> dict:
     cells = ["%load_ext sparkscope\n" f"%sparkscope --remote {url}",
              "ticks = spark.readStream.format('rate').option('rowsPerSecond', 10).load()\n"
              "display(ticks.selectExpr('value', 'value % 3 AS bucket'), streamName='live')",
-             "%queries"]
+             "%queries", "%stop --all"]
     return {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                        "source": source} for source in cells],
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
@@ -92,8 +92,8 @@ def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_in
             page.goto(lab)
             cells = page.locator(".jp-Notebook .jp-Cell")
             status = page.locator("#jp-main-statusbar")
-            wait_for(lambda: cells.count() == 3 and status.count() == 1 and "Idle" in status.inner_text(),
-                     LAB_START, every=0.5, what="the notebook's three cells and its kernel, idle")
+            wait_for(lambda: cells.count() == 4 and status.count() == 1 and "Idle" in status.inner_text(),
+                     LAB_START, every=0.5, what="the notebook's four cells and its kernel, idle")
 
             def run_cell(index: int) -> None:
                 cells.nth(index).locator(".jp-InputArea-editor").click()
@@ -133,6 +133,8 @@ def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_in
             run_cell(2)
             wait_for(lambda: "live" in output(2), 60, every=0.5, what="%queries")
             assert re.search(r"live\s+[0-9a-f]{8}\s+active", output(2)), output(2)
+            run_cell(3)  # a notebook's queries outlive its kernel, and the test server is shared
+            wait_for(lambda: "Stopped" in output(3), 60, every=0.5, what="%stop --all")
         except BaseException:
             page.screenshot(path=str(failed_picture))  # what the page showed when the test failed
             raise

@@ -26,16 +26,16 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
         "watch": cell("%watch", interrupt_after=2),
         "tail": cell("%tail ticks --limit 2", interrupt_on=(r"Batch: \d+ \(ticks\)", 2)),
         "memory": cell('mobile = ss.source.memory("id STRING, action STRING, ts TIMESTAMP")\n'
-                       'counts = mobile.df.withWatermark("ts", "10 minutes").groupBy(F.window("ts", "10 minutes"), '
+                       'mobile_counts = mobile.df.withWatermark("ts", "10 minutes").groupBy(F.window("ts", "10 minutes"), '
                        '"action").count()'),
-        "start counts": cell("%start counts --mode update"),
+        "start counts": cell("%start mobile_counts --mode update"),
         "feed": cell('%feed mobile ("p1", "open", "2018-03-02 10:15:20"), ("p2", "open", "2018-03-02 10:22:40"), '
                      '("p3", "open", "2018-03-02 10:33:50")'),
         "feed late": cell('%feed mobile ("p5", "open", "2018-03-02 10:11:35")'),
-        "peek counts": cell("%peek counts --order window"),
-        "sql": cell("%%sql\nSELECT action, sum(count) AS total\nFROM counts\nGROUP BY action"),
-        "state": cell("%state counts"),
-        "late": cell("%late counts"),
+        "peek counts": cell("%peek mobile_counts --order window"),
+        "sql": cell("%%sql\nSELECT action, sum(count) AS total\nFROM mobile_counts\nGROUP BY action"),
+        "state": cell("%state mobile_counts"),
+        "late": cell("%late mobile_counts"),
         "stop": cell("%stop --all"),
         "bad magic": cell("%peek nosuch"),
         "bad code": cell("spark.table('nosuch_table').count()"),
@@ -72,19 +72,19 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
     assert len(re.findall(r"Batch: \d+ \(ticks\)", out["tail"])) >= 2, out["tail"]
     assert "Stopped tailing ticks" in out["tail"] and "Traceback" not in out["tail"], out["tail"]
 
-    assert "Started counts" in out["start counts"], out["start counts"]
+    assert "Started mobile_counts" in out["start counts"], out["start counts"]
     assert "Added batch 0 of mobile (3 rows)" in out["feed"], out["feed"]
-    assert "counts: watermark 2018-03-02 10:23:50" in out["feed"], out["feed"]
-    assert re.search(r"counts, batch \d+: 1 late row dropped", out["feed late"]), out["feed late"]
+    assert "mobile_counts: watermark 2018-03-02 10:23:50" in out["feed"], out["feed"]
+    assert re.search(r"mobile_counts, batch \d+: 1 late row dropped", out["feed late"]), out["feed late"]
     assert len(re.findall(r"\| open +\| 1 +\|", out["peek counts"])) == 3, out["peek counts"]
     assert re.search(r"\| open +\| 3 +\|", out["sql"]), out["sql"]
     # the state after the watermark (10:23:50) evicted the window that ended at 10:20
     windows = re.findall(r"\{2018-03-02 (\d\d:\d\d):00, 2018-03-02 \d\d:\d\d:00\} \| open +\| 1 ", out["state"])
-    assert sorted(windows) == ["10:20", "10:30"] and "(2 rows of counts's state)" in out["state"], out["state"]
-    assert "counts: event time ts (delay 10 minutes)." in out["late"], out["late"]
+    assert sorted(windows) == ["10:20", "10:30"] and "(2 rows of mobile_counts's state)" in out["state"], out["state"]
+    assert "mobile_counts: event time ts (delay 10 minutes)." in out["late"], out["late"]
     assert re.search(r"Late rows dropped: 1 in batch \d+\.", out["late"]), out["late"]
     stopped = re.search(r"Stopped 3 queries: (.*)", out["stop"])
-    assert stopped and sorted(stopped.group(1).split(", ")) == ["counts", "shown", "ticks"], out["stop"]
+    assert stopped and sorted(stopped.group(1).split(", ")) == ["mobile_counts", "shown", "ticks"], out["stop"]
 
     assert out["bad magic"].strip() == ("error: No query or table named 'nosuch'. List them with %queries, or start "
                                         "one with %start."), out["bad magic"]

@@ -34,6 +34,8 @@ def _notebook(url: str, sources: list[str], waits: dict[int, str], displays: tup
         made.append(cell(source, interrupt_on=BATCH_SHOWN) if position in displays else cell(source))
         if position in waits:
             made.append(cell(f"# (the test's)\n{waits[position]}"))
+    made.append(cell("# (the test's: a notebook's queries outlive its kernel, and the server is shared)\n"
+                     "%stop --all"))
     return made, where
 
 

@@ -29,7 +29,7 @@ from ..repl.session_holder import session_opener
 from ..repl.worker import CELL_STOPPED
 
 _CTRL_C = re.compile(r"(^|(?<=[.!?] )|(?<=\n))?Ctrl-C")  # capitalised where a sentence starts
-_SESSION_NAMES = re.compile(r"\b(spark|ss|F|T|display|dbutils)\b|\b(col|expr|lit|window)\(")
+_SESSION_NAMES = re.compile(r"\b(spark|ss|F|T)\b|\b(col|expr|lit|window)\(")  # display, dbutils: there before it
 
 
 def _mentions_session(source: str) -> bool:

@@ -84,3 +84,6 @@ def test_display_of_anything_but_a_dataframe_stays_ipython_s(shell, capsys):
     shell.user_ns["rich"] = Rich()
     shell.run_cell("display(rich)")
     assert capsys.readouterr().out.strip() == "Rich()"  # a console shows text/plain, as IPython's display does
+    from sparkscope.notebook import extension
+
+    assert not extension._loaded[id(shell)].executor.holder.started  # display() alone opened no session

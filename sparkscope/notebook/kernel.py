@@ -126,7 +126,7 @@ class Notebook:
     def _before_cell(self, info: Any) -> None:
         mark_user_code(UserCall(self.executor, threading.Event(), interrupted_here=True))
         self._cell = getattr(info, "raw_cell", "") or ""
-        source = "\n".join(line for line in (getattr(info, "raw_cell", "") or "").splitlines()
+        source = "\n".join(line for line in self._cell.splitlines()
                            if not line.lstrip().startswith(("%", "!")))  # a magic opens the session if it needs it
         if source and not source.lstrip().startswith("%%") and _mentions_session(source) and \
                 "spark" not in self.shell.user_ns:
@@ -174,7 +174,7 @@ class Notebook:
 
     # -- output ----------------------------------------------------------------------------------------------
     def _present(self, name: str, result: Any) -> None:
-        """A magic's result: HTML in a notebook, text in a console, JSON for a front end that asks for it."""
+        """A magic's result: HTML in a notebook, text in a console, and its JSON beside them (output.py)."""
         if result is None:
             return
         from IPython.display import display

@@ -59,6 +59,8 @@ class SinkReader:
         if query.sink == "memory":
             return self._s.spark.table(query.name)
         if query.sink == BOUNDED and query.view:
+            if self._book.known_by_name(query.name) is query:  # the newest run: the temporary view named after it
+                return self._s.spark.table(query.name)  # reads its ring, the source resolved once, at its start
             return self._sink.rows(query.view)
         if query.sink == "table":
             return self._s.spark.table(query.table or query.name)

@@ -114,13 +114,16 @@ def pass_on_active(stopped: Any) -> None:
     strings."""
     from pyspark.sql.connect.session import SparkSession
 
-    with SparkSession._lock:
+    if not SparkSession._lock.acquire(blocking=False):  # another thread makes or stops a session right now (the
+        return  # REPL's spark.stop(), which waits on this close): it sets the default itself
+    try:
         open_ones = [spark for spark in (ref() for ref in _made_active)
                      if spark is not None and spark is not stopped and not spark.is_stopped]
         _made_active[:] = [weakref.ref(spark) for spark in open_ones]
-        if SparkSession._default_session is not None or not open_ones:
-            return
-    make_active(open_ones[-1])
+        if SparkSession._default_session is None and open_ones:
+            make_active(open_ones[-1])  # its lock is reentrant
+    finally:
+        SparkSession._lock.release()
 
 
 # The confs a newer client's createDataFrame asks the server for (SparkConnectClient.get_config_dict in

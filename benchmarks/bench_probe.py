@@ -44,13 +44,13 @@ def sparkscope_start(url: str, name: str) -> tuple[float, float]:
 
     with sparkscope.connect(url) as ss:
         df = ss.spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-        known_before = ss.facts.known() is not None
+        known_before = ss.server.facts.known() is not None
         started = time.perf_counter()
         query = ss.start(df, name, foreach_batch=lambda batch, batch_id: None)
         seconds = time.perf_counter() - started
         assert query.sink == "foreach_batch", query.sink
         assert not known_before
-        probe = ss.facts.get().probe_seconds
+        probe = ss.server.facts.get().probe_seconds
         query.stop()
         return seconds, probe
 

@@ -83,7 +83,7 @@ with example(__doc__, options) as (ss, _, args):
     for topic in (transactions_topic, clicks_topic):
         create_topic(args.bootstrap, topic, partitions=2)
     print(f"topics {transactions_topic} and {clicks_topic} at {args.bootstrap}")
-    print(ss.kafka.describe())
+    print(ss.server.kafka.describe())
 
     raw = ss.source.kafka(args.bootstrap, subscribe=transactions_topic, starting_offsets="earliest")
     transactions = raw.select(F.from_json(F.col("value").cast("string"), TRANSACTION).alias("t")).select(

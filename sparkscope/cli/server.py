@@ -148,7 +148,7 @@ def _check(args: argparse.Namespace) -> int:
     except ConnectionFailed as exc:
         return _fail(args, exc, 2)
     try:
-        caps = session.facts.get(refresh=True)
+        caps = session.server.facts.get(refresh=True)
         kept = session.kept() if caps.sink_problem is None else None
     finally:
         session.close()

@@ -455,7 +455,7 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
 
 _PYTHON_MISMATCH = r"different version:?\s*(\d+\.\d+)\s+than that in driver:?\s*(\d+\.\d+)"
 _NO_MODULE = r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'"
-SERVER_CHECK_HINT = "ss.facts.get().checks() says what the server's Python lacks"
+SERVER_CHECK_HINT = "ss.server.facts.get().checks() says what the server's Python lacks"
 
 
 _PYTHON_RAISED = re.compile(r"^(?:[\w.]+\.)?\w+(?:Exception|Error): .+$")
@@ -661,13 +661,24 @@ def translate(exc: BaseException) -> SparkscopeError:
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
     """The one place failures cross into sparkscope: any exception from pyspark or gRPC raised
-    inside leaves as a SparkscopeError, with the original as its __cause__."""
+    inside leaves as a SparkscopeError, with the original as its __cause__; but the caller's own
+    TypeError or ValueError, which leaves as Python raised it."""
     try:
         yield
     except SparkscopeError:
         raise
     except Exception as exc:
-        raise translate(exc) from exc
+        error = translate(exc)
+        if callers_own(exc, error):
+            raise
+        raise error from exc
+
+
+def callers_own(exc: BaseException, error: SparkscopeError) -> bool:
+    """A TypeError or ValueError of the caller's making (a wrong argument, to sparkscope or to pyspark, whose
+    PySparkTypeError and PySparkValueError are both): `except TypeError` around the call must still catch it. A
+    ValueError sparkscope knows more of (its translation has a code of its own) is not the caller's."""
+    return isinstance(exc, (TypeError, ValueError)) and (_is_pyspark(exc) or error.code == SparkscopeError.code)
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -8,7 +8,7 @@ import datetime as _dt
 from datetime import tzinfo
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 from . import delete_guard
@@ -26,6 +26,7 @@ class Rows:
     columns: list[str]
     rows: list[tuple[Any, ...]]
     types: list[str] = field(default_factory=list)
+    truncated: bool = False  # the query had more rows than were asked for
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -100,16 +101,27 @@ def write_rows(rows: Rows, path: str | Path, *, replace: bool = False) -> int:
 ZONE_COLUMN = "__sparkscope_session_zone"
 
 
-def fetch(df: Any, n: int) -> Rows:
-    """`df.limit(n)` collected as Arrow: the limit runs on the server, only n rows travel. Timestamps are shown in
-    the session's time zone, which comes with the rows (one more column, current_timezone()): one round trip."""
+def fetch(df: Any, n: int | None) -> Rows:
+    """`df.limit(n)` collected as Arrow (None: every row): the limit runs on the server, only n rows travel.
+    Timestamps are shown in the session's time zone, which comes with the rows (one more column,
+    current_timezone()): one round trip."""
     from pyspark.sql import functions
 
-    table = df.limit(n).select("*", functions.current_timezone().alias(ZONE_COLUMN)).toArrow()
+    table = (df if n is None else df.limit(n)).select("*", functions.current_timezone().alias(ZONE_COLUMN)).toArrow()
     zones = table.column(table.num_columns - 1)
     table = table.remove_column(table.num_columns - 1)
     zoned = len(zones) and any(_holds(column_type, _is_zoned_time) for column_type in table.schema.types)
     return Rows.from_arrow(table, time_zone(str(zones[0])) if zoned else None)
+
+
+def fetch_at_most(df: Any, limit: int | None) -> Rows:
+    """At most `limit` rows of `df` (None: all), with `truncated` set when it had more (one row more travels)."""
+    if limit is None:
+        return fetch(df, None)
+    rows = fetch(df, limit + 1)
+    if len(rows) <= limit:
+        return rows
+    return replace(rows, rows=rows.rows[:limit], truncated=True)
 
 
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"

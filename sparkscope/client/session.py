@@ -7,32 +7,34 @@ It holds its parts, one concern each: the queries it knows (queries/tracking.py)
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ._pyspark import (default_retry_policy, fill_confs_the_server_lacks, hold_process_settings, keep_session_on_close,
                        make_active, pass_on_active, release_process_settings, session_builder, session_id, user_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
+from .deprecation import renamed_arguments
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable,
+from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_changed, session_closed,
                      translate, translated)
 from .connection.credentials import channel_credentials
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
 from .queries.server_jar import Kept, ServerJar
-from .queries.dataframes import is_dataframe
 from .queries.query import Query, QueryInfo
 from .rows import Rows
 from .queries.sink_reading import SinkReader
-from .queries.starting import CheckpointUser, QueryStarter
+from .queries.starting import QueryStarter
 from .queries.tracking import QueryBook
 from .connection.remote import Target
+from .session_server import ServerHere, SessionServer
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -40,16 +42,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .monitoring.monitor import Monitor
     from .monitoring.progress import Progress
+    from .queries.sources import Sources
 
 RETRIES = 3  # after 0.2, 0.4 and 0.8 s
 CLOSE_DEADLINE = 10.0  # seconds for close() in all: listener, stopping queries, releasing
 CHECK_DEADLINE = 5.0
-WARM_UP_WAIT = 30.0  # a warm-up that takes longer is not waited for
-
-
-def warm_up_query(spark: Any) -> None:
-    """A query through the paths most queries take: code generation, a shuffle, an aggregation."""
-    spark.range(8).selectExpr("id % 2 AS k").groupBy("k").count().collect()
 
 
 def retry_policies() -> list[Any]:
@@ -61,28 +58,25 @@ def retry_policies() -> list[Any]:
                                  jitter=0, max_server_retry_delay=1000)]
 
 
-class ServerHere(Protocol):
-    """The embedded server of this machine, as a Session looks at it (sparkscope.server.connecting makes one).
-    Each answer is about the server on `port` only, and only reads: none starts, stops or deletes anything."""
-
-    def ui(self, port: int) -> str | None: ...
-
-    def restarted_under(self, port: int, token: str | None) -> bool: ...
-
-    def serves(self, port: int) -> bool: ...
-
-    def busy_tasks(self, port: int, window: float) -> list[float] | None: ...
-
-    def out_of_memory_exit(self) -> SparkscopeError | None: ...
-
-
 KEEPALIVE_SECONDS = 300.0
 # Set in every session sparkscope opens: a session id the server does not know comes back without it.
 SESSION_MARKER = "sparkscope.session.opened"
 
 # what a closed Session still answers: who it was, and the client-side catalog
-USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "target", "server_version", "server_home", "catalog",
-                                "started_here", "known_queries", "user"})
+USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "server", "catalog", "user"})
+
+# names of the API before 0.2, and where each went: ss.<old> still works for one release, with a DeprecationWarning
+MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeout": "server.idle_timeout",
+         "on_embedded_server": "server.embedded", "checkpoint_root": "server.checkpoint_root()",
+         "kafka": "server.kafka", "facts": "server.facts", "target": "server.target", "server_version": "server.version",
+         "server_home": "server.home", "warm_up": "server.warm_up", "warmed": "server.warmed",
+         "known_queries": "streams.known_queries", "started_here": "streams.started_here",
+         "active_count": "streams.active_count", "lost_queries": "streams.lost_queries",
+         "catalog_records": "streams.catalog_records", "running_in": "streams.running_in",
+         "stop_elsewhere": "streams.stop_elsewhere", "sink_dataframe": "sinks.sink_dataframe",
+         "batch_dataframe": "sinks.batch_dataframe", "query_plan": "sinks.query_plan", "operation": "sinks.operation",
+         "cancel": "sinks.cancel", "fresh_checkpoint": "starter.fresh_checkpoint",
+         "on_checkpoint": "starter.on_checkpoint", "record_started": "starter.record_started"}
 
 
 class Session:
@@ -90,16 +84,9 @@ class Session:
     session holds its managers, it holds its parts: the queries it knows (QueryBook), reading their sinks and
     state (SinkReader), and starting them (QueryStarter); its methods below hand each call to the part's."""
 
-    is_dataframe = staticmethod(is_dataframe)
-
     _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
     _rejoined_from: int | None = None  # rejoined a session of the server: the pid that held it (0: none lives)
     _handed_back = False  # close() has finished: its public methods now say so instead of failing in pyspark
-
-    def __getattribute__(self, name: str) -> Any:
-        if name[:1] != "_" and name not in USABLE_AFTER_CLOSE and object.__getattribute__(self, "_handed_back"):
-            raise session_closed()
-        return object.__getattribute__(self, name)
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
                  keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None,
@@ -109,33 +96,33 @@ class Session:
         from .paths import state_dir
         from .queries.sources import Sources
 
-        self.spark = spark
-        self.target = target
-        self.server_version = server_version
+        self._spark = spark
+        self._target = target
         with swallowed("setting the confs this client's createDataFrame asks an older server for"):
             fill_confs_the_server_lacks(spark, server_version)
-        self.kafka = KafkaSupport(spark, server_version, target.profile)
+        kafka = KafkaSupport(spark, server_version, target.profile)
         # what the server can run (its Python, Kafka connector, checkpoint root), asked on first need
-        self.facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,
-                                 kafka_connector=self.kafka.has_connector, checkpoint_root=lambda: self.checkpoint_root,
-                                 auth=bool(target.token), tls=target.needs_tls,
-                                 known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
-                                 bounded_sink=lambda: self._jar.describe())
-        self.kafka.own_source_problem = lambda: self.facts.get().own_kafka_problem()
+        self._facts = ServerFacts(spark, url=target.with_session(None).display, spark_version=server_version,
+                                  kafka_connector=kafka.has_connector,
+                                  checkpoint_root=lambda: self.server.checkpoint_root(),
+                                  auth=bool(target.token), tls=target.needs_tls,
+                                  known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
+                                  bounded_sink=lambda: self._jar.describe())
+        kafka.own_source_problem = lambda: self._facts.get().own_kafka_problem()
+        self._server = SessionServer(spark, target, server_version, kafka=kafka, facts=lambda: self._facts, here=here,
+                                     home=server_home)
         self._jar = ServerJar(spark)  # sparkscope's jar on the server: its sink, its memory source
-        self.source = Sources(spark, self.kafka, same_machine=target.on_this_machine, jar=self._jar)
+        self._source = Sources(spark, kafka, same_machine=target.on_this_machine, jar=self._jar)
         self._closed = False
-        self._checkpoint_root: str | None = None
         self._stop_keepalive = threading.Event()
-        self.catalog = Catalog.in_home(server_home)
+        self._catalog = Catalog.in_home(server_home)
         self._stop_explaining: Callable[[], None] = lambda: None
-        self.server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
-        self._book = QueryBook(self)
+        self._server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
+        self._book = QueryBook(self, self._looking_into)
         self._bounded_sink = BoundedSink(spark, self._jar)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
-        self.here = here  # the embedded server of this machine, when this session may be on it
-        self._warming: threading.Thread | None = None
+        self._here = here  # the embedded server of this machine, when this session may be on it
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
                              daemon=True).start()
@@ -143,23 +130,79 @@ class Session:
     def activate(self) -> None:
         """Make this the session pyspark's getActiveSession() returns in the calling thread (and the
         default one in every thread)."""
-        make_active(self.spark)
+        make_active(self._spark)
 
     def _known_to_server(self) -> bool:
         """Whether this session existed before we attached: our marker, or queries of its own."""
-        if call(self.spark.conf.get, SESSION_MARKER, None):
+        if call(self._spark.conf.get, SESSION_MARKER, None):
             return True
         return bool(self._book.known_queries())
 
-    # -- identity -------------------------------------------------------------------------------
+    # -- identity and parts: no call to the server ------------------------------------------------
+    @property
+    def spark(self) -> SparkSession:
+        """pyspark's own SparkSession of this session: DataFrames, SQL, readStream."""
+        return self._spark
+
+    @property
+    def source(self) -> Sources:
+        """Streaming sources: rate, memory, files, kafka, socket, table."""
+        return self._source
+
+    @property
+    def server(self) -> SessionServer:
+        """The server it talks to: its Spark version, what it can run, its UI, its checkpoint root."""
+        return self._server
+
+    @property
+    def catalog(self) -> Catalog:
+        """Every query sparkscope started on this machine's servers, kept in its state dir: what restarts them."""
+        return self._catalog
+
+    @property
+    def streams(self) -> QueryBook:
+        """The queries this session knows: found, started here, lost; their monitor (like pyspark's spark.streams)."""
+        return self._book
+
+    @property
+    def sinks(self) -> SinkReader:
+        """Reading what queries wrote and hold: sinks, batches, state, plans."""
+        return self._sinks
+
+    @property
+    def starter(self) -> QueryStarter:
+        """Starting queries: checkpoints, the catalog's records, restarts."""
+        return self._starter
+
     @property
     def session_id(self) -> str:
-        return str(self.target.session_id)
+        return str(self._target.session_id)
 
     @property
     def user(self) -> str | None:
         """The user name the server sees (SPARK_USER or USER on this machine)."""
-        return user_id(self.spark)
+        return user_id(self._spark)
+
+    @property
+    def url(self) -> str:
+        """The server URL with the token hidden."""
+        return self._target.with_session(None).display
+
+    def __repr__(self) -> str:
+        return f"<sparkscope.Session {self.url} session_id={self.session_id}>"
+
+    def __getattr__(self, name: str) -> Any:
+        """A name of the API before 0.2 (MOVED): where it went, with a DeprecationWarning."""
+        moved = MOVED.get(name)
+        if moved is None:
+            raise AttributeError(f"'Session' object has no attribute {name!r}")
+        import warnings
+
+        warnings.warn(f"ss.{name} is deprecated: use ss.{moved}", DeprecationWarning, stacklevel=2)
+        found: Any = self
+        for part in moved.rstrip("()").split("."):
+            found = getattr(found, part)
+        return found() if moved.endswith("()") else found
 
     @property
     def inherits_listener(self) -> bool:
@@ -168,103 +211,63 @@ class Session:
         replaced (the server keeps one per session, and refuses another)."""
         return self._rejoined_from == 0
 
-    @property
-    def url(self) -> str:
-        """The server URL with the token hidden."""
-        return self.target.with_session(None).display
-
-    def __repr__(self) -> str:
-        return f"<sparkscope.Session {self.url} session_id={self.session_id}>"
-
-    @property
-    def checkpoint_root(self) -> str | None:
-        if self._checkpoint_root is None:
-            value = call(self.spark.conf.get, "spark.sql.streaming.checkpointLocation", "")
-            self._checkpoint_root = value or ""
-        return self._checkpoint_root or None
-
-    # -- QueryBook (queries/tracking.py) ----------------------------------------------------
+    # -- queries (QueryBook: queries/tracking.py) -------------------------------------------------
     def query(self, name_or_id: str | Query) -> Query:
         """Find a query by name, id, or unique id prefix (active ones first)."""
         return self._book.query(name_or_id)
 
-    def queries(self, all: bool = False) -> list[QueryInfo]:  # noqa: A002 - the word users expect
-        """Every query of this session: active ones and those that stopped or failed (until reset)."""
-        return self._book.queries(all)
+    @renamed_arguments(all="catalogued")
+    def queries(self, catalogued: bool = False) -> list[QueryInfo]:
+        """Every query of this session: active ones and those that stopped or failed (until reset). `catalogued`:
+        the catalog's other queries of this server follow (stopped, failed and lost, from earlier sessions too)."""
+        return self._book.queries(catalogued)
 
     def running(self) -> list[Query]:
         """This session's active queries (one RPC), including ones sparkscope did not start."""
         return self._book.running()
-
-    def started_here(self, query: Query) -> bool:
-        """Whether this process started `query` (not found it: reattached, or another client's)."""
-        return self._book.started_here(query)
-
-    def known_queries(self) -> list[Query]:
-        """The queries this process knows of in this session, without an RPC (for completion, alerts)."""
-        return self._book.known_queries()
 
     def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
         """The progress of the query's last `last` batches (or of its latest one): from the monitor when
         it listens (no RPC), otherwise one call to the server."""
         return self._book.recent_progress(query, last)
 
-    def active_count(self) -> int:
-        """How many of this session's queries run, as far as this process knows, without an RPC: the
-        monitor's view when it listens (a failed query counts as ended at once), else what we saw."""
-        return self._book.active_count()
+    @property
+    def monitor(self) -> Monitor:
+        """Live progress of every query of this session, pushed by a listener that starts at its first use."""
+        return self._book.monitor
+
+    def stop(self, name_or_query: str | Query) -> None:
+        """Stop one query: of this session (by name, id or Query), or, by name, one the catalog says runs in another
+        session of this server (where a REPL or script of yours left it running)."""
+        try:
+            query = self.query(name_or_query)
+        except QueryNotFound:
+            if isinstance(name_or_query, str) and self._book.stop_elsewhere(name_or_query) is not None:
+                return
+            raise
+        query.stop()
 
     def stop_all(self) -> list[str]:
+        """Stop every active query of this session; their names are returned."""
         return self._book.stop_all()
 
     def await_any_termination(self, timeout: float | None = None) -> bool:
+        """Wait until one of this session's queries ends (True), or `timeout` seconds pass (False)."""
         return self._book.await_any_termination(timeout)
 
     def reset_terminated(self) -> int:
         """Forget stopped and failed queries; returns how many were forgotten."""
         return self._book.reset_terminated()
 
-    @property
-    def monitor(self) -> Monitor:
-        """Live progress of every query of this session, pushed by a listener (started on first use)."""
-        return self._book.monitor
-
     def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
         return self._book.forget(name, delete_checkpoint=delete_checkpoint)
 
-    def idle_timeout(self) -> tuple[float, bool]:
-        """(seconds, known): how long the server keeps this session, and its queries, once no client
-        calls it; assumed to be Spark's default 60 minutes when the server does not say."""
-        return self._book.idle_timeout()
-
-    def lost_queries(self) -> list[Record]:
-        """Catalogued queries recorded as running that no longer run because their session is gone from
-        the server (restarted, or timed out): marked lost, and returned. Each other session they ran in costs a
-        look into it: about five RPCs (the probe, its marker, its active queries twice, its release)."""
-        return self._book.lost_queries()
-
-    def catalog_records(self) -> list[Record]:
-        """This server's catalog, after marking the queries that are gone from the server as lost."""
-        return self._book.catalog_records()
-
-    # -- SinkReader (queries/sink_reading.py) -----------------------------------------------
-    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:
-        """A batch DataFrame over what a query wrote (memory table, file path or table)."""
-        return self._sinks.sink_dataframe(name_or_query)
-
-    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame:
-        """The rows one batch of a query of the default (bounded) sink wrote, while the sink keeps them."""
-        return self._sinks.batch_dataframe(query, batch_id)
-
+    # -- reading what queries wrote and hold (SinkReader: queries/sink_reading.py) ----------------
     def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
              order_by: str | list[str] | None = None) -> Rows:
         """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
         return self._sinks.peek(name_or_query, n, where, order_by)
-
-    def query_plan(self, name: str) -> str:
-        """The extended plan of query `name`: a running one's own, else the plan the catalog recorded."""
-        return self._sinks.query_plan(name)
 
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
               variable: str | None = None, timers: bool = False) -> DataFrame:
@@ -287,9 +290,10 @@ class Session:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""
         return self._sinks.explain(df, extended)
 
-    def sql(self, statement: str, n: int = 1000) -> Rows:
-        """Run batch SQL and fetch up to `n` rows."""
-        return self._sinks.sql(statement, n)
+    @renamed_arguments(n="limit")
+    def sql(self, statement: str, limit: int | None = 1000) -> Rows:
+        """Run batch SQL and fetch at most `limit` rows (None: every row). Rows.truncated says when there were more."""
+        return self._sinks.sql(statement, limit)
 
     # -- what sparkscope keeps on the server (queries/server_jar.py) ----------------------------
     def kept(self) -> list[Kept]:
@@ -303,15 +307,7 @@ class Session:
         grace period, feeds of closed sessions); what is freed is returned."""
         return self._jar.free()
 
-    def operation(self, tag: str | None = None) -> contextlib.AbstractContextManager[str]:
-        """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
-        return self._sinks.operation(tag)
-
-    def cancel(self, tag: str) -> list[str]:
-        """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
-        return self._sinks.cancel(tag)
-
-    # -- QueryStarter (queries/starting.py) -------------------------------------------------
+    # -- starting queries (QueryStarter: queries/starting.py) -------------------------------------
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
               trigger: str | None = None, checkpoint: str | None = None, path: str | None = None,
               table: str | None = None, options: dict[str, Any] | None = None,
@@ -322,27 +318,6 @@ class Session:
         `grace` ('5m'; the server's spark.sparkscope.grace, 15 minutes, by default)."""
         return self._starter.start(df, name, sink, mode=mode, trigger=trigger, checkpoint=checkpoint, path=path,
                                    table=table, options=options, foreach_batch=foreach_batch, keep=keep, grace=grace)
-
-    def fresh_checkpoint(self, name: str) -> str | None:
-        """A new folder under the server's checkpoint root for a query named `name` (None without a root).
-        Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
-        on) an unrelated query's offsets and state."""
-        return self._starter.fresh_checkpoint(name)
-
-    def on_checkpoint(self, checkpoint: str | None) -> list[CheckpointUser]:
-        """The queries running now on `checkpoint` (this session's, and other sessions' the catalog knows): Spark
-        stops them when a query starts on it. Asked just before pyspark's own start, for record_started."""
-        return self._starter.on_checkpoint(checkpoint)
-
-    def record_started(self, handle: Any, df: DataFrame, *, sink: str, mode: str, trigger: str | None,
-                       checkpoint: str | None, options: dict[str, Any], path: str | None = None,
-                       table: str | None = None, checkpoint_users: list[CheckpointUser] | None = None) -> Query:
-        """A query that code of this process started with pyspark's own writeStream…start(): known to
-        this session as started here, and recorded in the catalog so that it can be restarted.
-        `checkpoint_users`: on_checkpoint(checkpoint) just before it started."""
-        return self._starter.record_started(handle, df, sink=sink, mode=mode, trigger=trigger, checkpoint=checkpoint,
-                                            options=options, path=path, table=table,
-                                            checkpoint_users=checkpoint_users)
 
     def restart(self, name: str, *, fresh: bool = False) -> Query:
         """Start a catalogued query again from its recorded plan, sink and checkpoint, so it continues
@@ -439,26 +414,6 @@ class Session:
         raise ConnectionFailed(f"No session of this client on {server.display} has running queries",
                                "Connect without reattaching to open a new session", code="nothing_to_reattach")
 
-    def running_in(self, other_session: str) -> set[str] | None:
-        """The ids of the queries running in another session of this server; None when it is gone."""
-        with self._looking_into(other_session) as other:
-            return None if other is None else {q.id for q in other.running()}
-
-    def stop_elsewhere(self, name: str) -> Record | None:
-        """Stop the query `name` where the catalog says it runs: another session of this server, where this
-        client left it running (spark.stop() answered "leave it", or a REPL or script that ended so). Its
-        record, once stopped; None when the catalog knows of no such query running in another session."""
-        record = self.catalog.get(self.url, name)
-        if record is None or record.state != ACTIVE or record.session_id in (None, self.session_id):
-            return None
-        with self._looking_into(record.session_id) as other:
-            query = next((q for q in other.running() if q.id == record.query_id), None) if other else None
-            if query is not None:
-                query.stop()  # recorded as stopped in the catalog, as any stop
-                return record
-        self.lost_queries()  # it no longer runs there: the catalog says so from now on
-        return None
-
     def _only_elsewhere(self, error: SparkscopeError) -> SparkscopeError | None:
         """A name this session does not know (a table, or a query) that is a query the catalog says runs in another
         session of this server: Spark's names (the query's, and its temporary view) are per session."""
@@ -473,9 +428,9 @@ class Session:
         other = str(record.session_id)
         return type(error)(f"{name} is a query of another session ({other[:8]}, started by {record.started_by}); "
                            "its name and its table are that session's", f"ss.peek({name!r}) reads its rows from any "
-                           f"session of yours; sparkscope.connect({self.target.bare_url!r}, session_id={other!r}) "
+                           f"session of yours; sparkscope.connect({self._target.bare_url!r}, session_id={other!r}) "
                            "joins the session it runs in", error.error_class, code="query_in_other_session_only",
-                           data={"name": name, "session_id": other, "url": self.target.bare_url})
+                           data={"name": name, "session_id": other, "url": self._target.bare_url})
 
     @contextlib.contextmanager
     def _looking_into(self, other_session: str | None) -> Iterator[Session | None]:
@@ -484,8 +439,8 @@ class Session:
             yield None
             return
         try:
-            other = Session.open(self.target.with_session(other_session), keepalive=0, activate=False,
-                                 server_home=self.server_home, here=self.here)
+            other = Session.open(self._target.with_session(other_session), keepalive=0, activate=False,
+                                 server_home=self._server_home, here=self._here)
         except ConnectionFailed as exc:
             if isinstance(exc, (ServerUnreachable, DeadlineExceeded)):
                 raise
@@ -496,55 +451,36 @@ class Session:
         finally:
             other.close(stop_queries=False, drop_views=False)  # the rows its queries keep are its holder's
 
-    def on_embedded_server(self) -> bool:
-        """Whether this session's server is one sparkscope started on this machine (embedded, or on its --workers
-        cluster): then the paths its queries read and write are this machine's."""
-        port = self.target.port
-        return self.here is not None and self.target.on_this_machine and port is not None and self.here.serves(port)
-
-    def spark_ui(self) -> str | None:
-        """Where the Spark UI is and who can read it, for the embedded server (None for another one)."""
-        if self.here is None or not self.target.on_this_machine or self.target.port is None:
-            return None
-        return self.here.ui(self.target.port)
-
-    def busy_tasks(self, window: float = 1.0) -> list[float] | None:
-        """The cores each computing task of the embedded server uses now, sampled over `window` seconds (tasks of
-        every session, streams' too); None for another server, whose threads this machine cannot see."""
-        if self.here is None or not self.target.on_this_machine or self.target.port is None:
-            return None
-        return self.here.busy_tasks(self.target.port, window)
-
     def explain_error(self, error: SparkscopeError) -> SparkscopeError:
         """`error`, or what this session knows of its cause: the embedded server restarted under it
-        (explain_restart), or a Python worker that could not start on a server whose Python lacks what it needs
+        (_explain_restart), or a Python worker that could not start on a server whose Python lacks what it needs
         (what the server was found to lack, instead of "did not connect back in time")."""
-        embedded = self.target.source == "local" or self.target.token_source == "state"
-        if error.code == "server_out_of_memory" and self.here is not None and embedded:  # it exited: what ran on it
+        embedded = self._target.source == "local" or self._target.token_source == "state"
+        if error.code == "server_out_of_memory" and self._here is not None and embedded:  # it exited: what ran on it
             died = None
             with swallowed("reading the embedded server's log"):
-                died = self.here.out_of_memory_exit()
+                died = self._here.out_of_memory_exit()
             if died is not None:
                 return died
         if error.code == "python_worker_failed":
             problem = None
             with swallowed("asking what the server's Python lacks"):
-                problem = self.facts.get().foreach_batch_problem()
+                problem = self._facts.get().foreach_batch_problem()
             if problem is not None:
                 from .connection.capabilities import ADD_PACKAGES
 
                 return UnsupportedOperation(f"The server could not start a Python worker for this: {problem}",
                                             ADD_PACKAGES, error.error_class, code="server_lacks_python",
                                             data={"problem": problem})
-        if error.error_class == "NO_ACTIVE_SESSION" and not self._closed and self.spark.client.is_closed:
-            return session_changed(self.target.bare_url)  # pyspark closes only on close() and on a changed session
+        if error.error_class == "NO_ACTIVE_SESSION" and not self._closed and self._spark.client.is_closed:
+            return session_changed(self._target.bare_url)  # pyspark closes only on close() and on a changed session
         if error.code == "session_changed":
-            return session_changed(self.target.bare_url)
+            return session_changed(self._target.bare_url)
         if error.code in ("table_not_found", "query_not_found"):
             elsewhere = self._only_elsewhere(error)
             if elsewhere is not None:
                 return elsewhere
-        explained = self.explain_restart(error)
+        explained = self._explain_restart(error)
         if explained is error and error.code == ServerUnreachable.code and not self._closed:  # not Kafka's
             return self._answers_again(error)
         return explained
@@ -553,22 +489,22 @@ class Session:
         """`error`; or, when the server answers a new connection now, what that means: this session's connection
         broke (the server went away, and its channel waits before it connects again), so it restarted or the
         network dropped the connection."""
-        if try_probe(self.target, timeout=3) is None:
+        if try_probe(self._target, timeout=3) is None:
             return error
-        return ConnectionFailed(f"The server at {self.target.bare_url} did not answer this session, yet answers a new "
+        return ConnectionFailed(f"The server at {self._target.bare_url} did not answer this session, yet answers a new "
                                 "connection: it restarted (its queries ended with it), or the network dropped this "
                                 "session's connection", "Open a new session with sparkscope.connect()",
                                 error.error_class, code="session_changed")
 
-    def explain_restart(self, error: SparkscopeError) -> SparkscopeError:
+    def _explain_restart(self, error: SparkscopeError) -> SparkscopeError:
         """`error`; or, when the embedded server was stopped and started again under this session (its state
         dir holds the new server's token), the error that says so. The new server refuses the old token, and
         until the channel's reconnect backoff ends the call may not even reach it: either way the user gave
         no token, and this session and its queries are gone from the new server."""
-        if error.code not in (AuthenticationFailed.code, ServerUnreachable.code) or self.target.token_source != "state":
+        if error.code not in (AuthenticationFailed.code, ServerUnreachable.code) or self._target.token_source != "state":
             return error
-        if self.here is None or self.target.port is None or not self.here.restarted_under(self.target.port,
-                                                                                          self.target.token):
+        if self._here is None or self._target.port is None or not self._here.restarted_under(self._target.port,
+                                                                                          self._target.token):
             return error
         return ConnectionFailed("The local server was restarted (it has a new token), so this session and its "
                                 "queries are gone from it", "Open a new session with sparkscope.connect()",
@@ -578,7 +514,7 @@ class Session:
         """One cheap RPC with a deadline: raises ConnectionFailed when the server is gone, frozen, or
         no longer knows this session (after a restart it would silently hand out a new, empty one)."""
         try:
-            marker = within(CHECK_DEADLINE, lambda: self.spark.conf.get(SESSION_MARKER, None), "checking the session")
+            marker = within(CHECK_DEADLINE, lambda: self._spark.conf.get(SESSION_MARKER, None), "checking the session")
         except Exception as exc:
             error = translate(exc)
             if isinstance(error, (ServerUnreachable, DeadlineExceeded)):
@@ -596,27 +532,11 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def warm_up(self) -> None:
-        """One small aggregation, in the background. A server that just started loads and compiles its query
-        path on its first query (1.5 s on 2 cores); done now, the user's first query finds it ready."""
-        def run() -> None:
-            with swallowed("warming up the server"):
-                warm_up_query(self.spark)
-
-        self._warming = threading.Thread(target=run, name="sparkscope-warm-up", daemon=True)
-        self._warming.start()
-
-    def warmed(self, timeout: float = WARM_UP_WAIT) -> None:
-        """Wait for the warm-up, if one runs: a query sent meanwhile would compete with it for the same cold
-        code paths (measured: 2.5 s instead of 1.7 s for both together)."""
-        if self._warming is not None:
-            self._warming.join(timeout)
-
     # -- closing --------------------------------------------------------------------------------
     def _keepalive(self, every: float) -> None:
         while not self._stop_keepalive.wait(every):
             with swallowed("keeping the session alive"):
-                self.spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
+                self._spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
 
     def close(self, stop_queries: bool = True, drop_views: bool = True) -> None:
         """Stop this session's queries and release it; with stop_queries=False leave both running.
@@ -627,7 +547,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        spark = self.spark
+        spark = self._spark
         try:
             self._release(stop_queries, drop_views)
         finally:
@@ -645,14 +565,14 @@ class Session:
         deadline = time.monotonic() + CLOSE_DEADLINE
         answered = self._book.close_monitor(timeout=CLOSE_DEADLINE / 2)
         if not stop_queries:
-            keep_session_on_close(self.spark)
+            keep_session_on_close(self._spark)
         steps: list[tuple[Callable[[], object], str]] = (
-            [(self.stop_all, "stopping the session's queries")] if stop_queries else [])
-        if drop_views and any(q.view for q in self.known_queries()):
+            [(self._book.stop_all, "stopping the session's queries")] if stop_queries else [])
+        if drop_views and any(q.view for q in self._book.known_queries()):
             steps.append((lambda: self._starter.drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         if stop_queries:  # the memory sources a test fed go with the session, unless queries stay to read them
-            steps += [(source.forget, f"dropping the memory source {source.name}") for source in self.source.fed]
-        steps.append((self.spark.stop, "releasing the session"))
+            steps += [(source.forget, f"dropping the memory source {source.name}") for source in self._source.fed]
+        steps.append((self._spark.stop, "releasing the session"))
         for step, what in steps:
             left = deadline - time.monotonic()
             if not answered or left <= 0:
@@ -664,3 +584,28 @@ class Session:
                 answered = False
             except Exception:
                 log.debug("%s failed", what, exc_info=True)
+
+
+def _refuse_after_close(cls: type[Session]) -> type[Session]:
+    """Every public method and property of a Session, but those of USABLE_AFTER_CLOSE, says the session is closed
+    once close() finished, instead of failing somewhere in pyspark."""
+    def guarded(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def while_open(self: Session, *args: Any, **kwargs: Any) -> Any:
+            if self._handed_back:
+                raise session_closed()
+            return function(self, *args, **kwargs)
+
+        return while_open
+
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_") or name in USABLE_AFTER_CLOSE:
+            continue
+        if isinstance(value, property) and value.fget is not None:
+            setattr(cls, name, property(guarded(value.fget), doc=value.__doc__))
+        elif callable(value):
+            setattr(cls, name, guarded(value))
+    return cls
+
+
+_refuse_after_close(Session)

@@ -109,7 +109,7 @@ class Notebook:
         if not self.executor.holder.started:
             self.executor.holder.connect_in_background(opener)
             session = self.executor.session  # "Connected to …" follows: no "(connecting…)" before it
-            print(f"Connected to {session.url} (session {session.session_id[:8]}, Spark {session.server_version})")
+            print(f"Connected to {session.url} (session {session.session_id[:8]}, Spark {session.server.version})")
             return
         from ..repl.commands.session import connected
         from ..repl.output.results import SwitchSession

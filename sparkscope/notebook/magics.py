@@ -165,7 +165,7 @@ class Magics:
 
     def _query_names(self) -> list[str]:
         session = self.notebook.executor.session_or_none()
-        return sorted({q.name for q in session.known_queries()}) if session is not None else []
+        return sorted({q.name for q in session.streams.known_queries()}) if session is not None else []
 
     def _dataframe_names(self) -> list[str]:
         from ..client.queries.dataframes import is_dataframe

@@ -359,7 +359,7 @@ class Executor:
     def _wait_for_warm_up(self) -> None:
         session = self.session_or_none()
         if session is not None:
-            session.warmed()
+            session.server.warmed()
 
     def emit(self, name: str, result: Any) -> None:
         if self.present is not None:

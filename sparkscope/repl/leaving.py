@@ -28,7 +28,7 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
     try:  # a frozen network must not hold Ctrl-D
         queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
     except SparkscopeError as exc:  # a busy server: what this process knows runs is asked about, not dropped
-        queries = [q for q in session.known_queries() if q.known_state() is None]
+        queries = [q for q in session.streams.known_queries() if q.known_state() is None]
         if _server_gone(session, exc):  # nothing to stop: the server's end ended them
             session.close(stop_queries=False)
             return (f"The server went away ({exc.message}): {', '.join(q.name for q in queries)} ended with it."
@@ -38,15 +38,15 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
                           "this process knows of.\n")
             ctx.err.flush()
     running = [q.name for q in queries]
-    found = [] if ctx.interactive else [q for q in queries if not session.started_here(q)]
+    found = [] if ctx.interactive else [q for q in queries if not session.streams.started_here(q)]
     if found and not detach:
         # a script stops only what it started: queries it found (reattached, another client's) run on
         with swallowed("stopping the script's queries"):
             for query in queries:
-                if session.started_here(query):
+                if session.streams.started_here(query):
                     query.stop()
         session.close(stop_queries=False)
-        stopped = [q.name for q in queries if session.started_here(q)]
+        stopped = [q.name for q in queries if session.streams.started_here(q)]
         return "\n".join(filter(None, [f"Stopped {', '.join(stopped)}." if stopped else None,
                                         f"Left running: {', '.join(q.name for q in found)} (this script did "
                                         "not start them)."]))
@@ -78,7 +78,7 @@ def _server_gone(session: Any, error: SparkscopeError) -> bool:
 
 def _embedded_server_note(session: Any) -> str | None:
     """Say what stays behind: the embedded server keeps running (so queries can), and its memory."""
-    if session.target.source != "local" and session.target.token_source != "state":
+    if session.server.target.source != "local" and session.server.target.token_source != "state":
         return None  # not this state dir's embedded server
     from ..server.local import LocalServer
     from .output.render import size
@@ -98,7 +98,7 @@ def idle_timeout_warning(session: Any) -> str:
     """One line: when the server will stop the queries of the session just left, and what to do."""
     from .output.render import age
 
-    seconds, known = session.idle_timeout()
+    seconds, known = session.server.idle_timeout()
     after = age(seconds) if known else f"{age(seconds)} (Spark's default; this server did not say)"
     return (f"warning: the server stops them once the session has had no client for {after}. Reattach before "
             f"then, keep a sparkscope attached, or raise spark.connect.session.manager.defaultSessionTimeout "

@@ -59,7 +59,7 @@ class SessionHolder:
                 session = opener()
                 self._populate(session, watch=False)
                 if self.startup is not None and not self.session_wanted:
-                    session.warm_up()  # a server that just started is cold, and no command of the user waits
+                    session.server.warm_up()  # a server that just started is cold, and no command of the user waits
                 self._session_future.set_result(session)
             except BaseException as exc:  # delivered to whoever needs the session
                 self._session_future.set_exception(exc)
@@ -186,7 +186,7 @@ class SessionHolder:
 
     def reattach_command(self) -> str:
         session = self.session
-        return reattach_command(session.target, session.session_id)
+        return reattach_command(session.server.target, session.session_id)
 
 
 def session_opener(remote: str | None, *, profile: str | None = None, session_id: str | None = None,

@@ -57,7 +57,7 @@ def record(folder: Path, after: int | None = None) -> None:
             with swallowed("running the recording server's query"):  # the start's classes are the most
                 from pyspark.sql import SparkSession
 
-                from ..client.session import warm_up_query
+                from ..client.session_server import warm_up_query
 
                 spark = SparkSession.builder.remote(f"sc://localhost:{info.port}/;token={info.token}").create()
                 warm_up_query(spark)

@@ -188,6 +188,19 @@ def test_spark_stop_asks_then_gives_a_fresh_session(repl):
     assert repl.run(":stop --all").strip().endswith("Stopped 0 queries")
 
 
+def test_spark_stop_while_a_console_query_prints_its_batches_closes_at_once(repl):
+    """The console query's batches print from a thread that reads through the session spark.stop() closes: closing
+    never waits for pyspark's session lock that thread may hold (it hung before)."""
+    repl.run('q = spark.readStream.format("rate").load().writeStream.format("console").queryName("printing").start()')
+    repl.expect(r"Batch: \d+ \(printing\)", timeout=60)
+    repl.child.send("spark.stop()\r")
+    repl.child.expect(r"1 query is still running \(printing\)\. Stop it\? \[y/N\]", timeout=30)
+    repl.child.send("y\r")
+    out = repl.prompt()
+    assert re.search(r"stopped printing\. A new session [0-9a-f]{8} is ready", out), out
+    assert repl.run("spark.range(2).count()").strip().endswith("2")
+
+
 def test_a_query_left_running_by_spark_stop_is_ended_by_stop(repl):
     repl.run('q = spark.readStream.format("rate").load().writeStream.format("memory").queryName("left").start()')
     repl.child.send("spark.stop()\r")

@@ -17,15 +17,15 @@ def _sql_one(ss) -> int:
 
 def test_connect_with_flag(remote_url):
     with sparkscope.connect(remote_url) as ss:
-        assert ss.target.source == "flag"
+        assert ss.server.target.source == "flag"
         assert _sql_one(ss) == 42
-        assert ss.server_version == "4.3.0"
+        assert ss.server.version == "4.3.0"
 
 
 def test_connect_with_spark_remote_env(remote_url, monkeypatch):
     monkeypatch.setenv("SPARK_REMOTE", remote_url)
     with sparkscope.connect() as ss:
-        assert ss.target.source == "env"
+        assert ss.server.target.source == "env"
         assert _sql_one(ss) == 42
 
 
@@ -35,7 +35,7 @@ def test_connect_with_profile(remote_url, sandbox, monkeypatch):
     config.write_text(f'[profiles.dev]\nremote = "{remote_url}"\n')
     try:
         with sparkscope.connect(profile="dev") as ss:
-            assert ss.target.source == "profile"
+            assert ss.server.target.source == "profile"
             assert _sql_one(ss) == 42
         with pytest.raises(ConfigError, match="No profile named 'prod'"):
             sparkscope.connect(profile="prod")
@@ -112,9 +112,9 @@ def test_the_warm_up_runs_its_query_and_a_caller_can_wait_for_it(remote_url):
     logger.setLevel(logging.DEBUG)
     try:
         with sparkscope.connect(remote_url) as ss:
-            ss.warmed()  # no warm-up running: returns at once
-            ss.warm_up()
-            ss.warmed()
+            ss.server.warmed()  # no warm-up running: returns at once
+            ss.server.warm_up()
+            ss.server.warmed()
             assert not [m for m in failures if "warming up the server" in m], failures
             assert _sql_one(ss) == 42
     finally:

@@ -43,7 +43,7 @@ def test_the_server_has_no_connector_so_sparkscope_s_own_source_runs(ss, kafka_b
     assert query.notes == [
         "Kafka through sparkscope's own source and sink (confluent-kafka in the server's Python): the server has no "
         f"spark-sql-kafka connector (a server started with spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_"
-        f"2.13:{ss.server_version} has it, where Maven Central is reachable)"]
+        f"2.13:{ss.server.version} has it, where Maven Central is reachable)"]
     wait_for(lambda: len(ss.peek("own_source", 100).rows) == 10, 60, what="10 records")
     rows = ss.peek("own_source", 100, order_by="v").rows
     assert {(r[1], r[2]) for r in rows} == {(topic, 0), (topic, 1)}

@@ -271,7 +271,7 @@ def test_the_garbage_collector_stays_on_while_event_streams_wait(ss, monitor, re
     joined = sparkscope.connect(remote_url, session_id=ss.session_id)
     try:
         second = joined.monitor  # the session's event stream is the first client's: this one polls
-        wait_for(lambda: second.mode == "polling" and len(second.history("mon_gc")) >= 2)
+        wait_for(lambda: len(second.history("mon_gc")) >= 2 and second.mode == "polling")  # its first use starts it
         assert gc.isenabled(), "pyspark left the garbage collector off"
     finally:
         joined.close(stop_queries=False)  # leaves the session (shared with `ss`) to its first client

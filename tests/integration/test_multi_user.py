@@ -51,8 +51,8 @@ def test_each_user_sees_and_stops_only_their_own_counts(users):
 
     wait_for(lambda: [t.id for t in Dashboard(alice.monitor, None, lambda name: "").tracks()] == [mine.id],
              timeout=30, what="alice's :watch showing her query only")
-    assert [r.query_id for r in alice.catalog_records() if r.state == "active"] == [mine.id]
-    assert [r.query_id for r in bob.catalog_records() if r.state == "active"] == [theirs.id]
+    assert [r.query_id for r in alice.streams.catalog_records() if r.state == "active"] == [mine.id]
+    assert [r.query_id for r in bob.streams.catalog_records() if r.state == "active"] == [theirs.id]
 
     ok, out, _ = alice_shell.run(":stop --all")
     assert ok and "counts" in out
@@ -71,7 +71,7 @@ def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remo
         earlier = first.start(first.source.rate(rows_per_second=5), "earlier", sink="parquet", path=out,
                               checkpoint=checkpoint)
         wait_for(lambda: earlier.progress is not None, 60, what="its first batch, which writes the checkpoint")
-        record = next(r for r in first.catalog_records() if r.name == "earlier")
+        record = next(r for r in first.streams.catalog_records() if r.name == "earlier")
         started = f"started by {record.started_by} at {time.strftime('%H:%M', time.localtime(record.started_at))}"
         later = second.start(second.source.rate(rows_per_second=5), "later", sink="parquet", path=out,
                              checkpoint=checkpoint)
@@ -81,7 +81,7 @@ def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remo
             f"use the checkpoint {checkpoint}, and Spark runs one query per checkpoint. Give each query a "
             "checkpointLocation of its own"]
         assert earlier.state == "stopped" and later.state == "active"
-        assert {r.name: r.state for r in second.catalog_records() if r.query_id == later.id} == {
+        assert {r.name: r.state for r in second.streams.catalog_records() if r.query_id == later.id} == {
             "earlier": "stopped", "later": "active"}
 
         again = second.start(second.source.rate(rows_per_second=5), "again_on_that_checkpoint", sink="parquet",

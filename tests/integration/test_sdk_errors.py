@@ -204,7 +204,7 @@ def test_a_cancelled_probe_is_never_kept_and_the_next_call_asks_again(remote_url
 
         def ask() -> None:
             try:
-                outcome["caps"] = ss.facts.get(refresh=True)
+                outcome["caps"] = ss.server.facts.get(refresh=True)
             except SparkscopeError as exc:
                 outcome["error"] = exc
 
@@ -214,8 +214,8 @@ def test_a_cancelled_probe_is_never_kept_and_the_next_call_asks_again(remote_url
             ss.spark.interruptAll()
             asking.join(0.02)
         assert isinstance(outcome.get("error"), Cancelled), outcome
-        assert ss.facts.known() is None  # nothing kept
-        again = ss.facts.get(refresh=True)
+        assert ss.server.facts.known() is None  # nothing kept
+        again = ss.server.facts.get(refresh=True)
         assert again.python.version and again.python.failure is None, again.python
 
 

@@ -209,7 +209,7 @@ def _client_layer(path: Path) -> str:
     parts = path.relative_to(PACKAGE / "client").parts
     if len(parts) > 1:
         return parts[0]
-    return "(session)" if parts[0] in ("session.py", "__init__.py") else "(base)"
+    return "(session)" if parts[0] in ("session.py", "session_server.py", "__init__.py") else "(base)"
 
 
 def _client_target(path: Path, node: ast.ImportFrom) -> Path | None:

@@ -31,9 +31,15 @@ class RecordedQuery(Protocol):
 class CatalogedSession(Protocol):
     """What these functions use of a Session."""
 
-    catalog: Catalog
-    target: Target
-    spark: Any
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def server(self) -> ServerOfSession: ...
+
+    @property
+    def spark(self) -> Any: ...
+
 
     @property
     def url(self) -> str: ...
@@ -41,10 +47,22 @@ class CatalogedSession(Protocol):
     @property
     def session_id(self) -> str: ...
 
+    def running(self) -> Sequence[RecordedQuery]: ...
+
     @property
+    def streams(self) -> RecordedQueries: ...
+
+
+class ServerOfSession(Protocol):
+    """What these functions ask of a Session's server (session_server.py)."""
+
+    target: Target
+
     def checkpoint_root(self) -> str | None: ...
 
-    def running(self) -> Sequence[RecordedQuery]: ...
+
+class RecordedQueries(Protocol):
+    """What these functions ask of a Session's QueryBook."""
 
     def running_in(self, other_session: str) -> set[str] | None: ...
 
@@ -80,17 +98,17 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
         raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
                           code="query_running", data={"name": name})
     elsewhere = record.state == ACTIVE and record.session_id not in (None, session.session_id)
-    if elsewhere and record.query_id in (session.running_in(str(record.session_id)) or set()):
+    if elsewhere and record.query_id in (session.streams.running_in(str(record.session_id)) or set()):
         holder = session.catalog.holder(session.url, str(record.session_id))
         who = f", where another sparkscope (pid {holder}) works" if holder else ""
         raise ConfigError(f"{name} is running in session {str(record.session_id)[:8]}{who}: forgetting it would "
-                          "leave a query nobody can restart", f"Stop it first (ss.stop_elsewhere('{name}')), then "
+                          "leave a query nobody can restart", f"Stop it first (ss.stop('{name}')), then "
                           "forget it", code="query_running", data={"name": name, "session_id": str(record.session_id)})
     if delete_checkpoint and record.checkpoint:
-        if not session.target.on_this_machine:
+        if not session.server.target.on_this_machine:
             raise UnsupportedOperation(f"The checkpoint of {name} is on the server, not on this machine",
                                        "Delete it there; the record was kept")
-        kept = kept_because(record, session.catalog.records(session.url), session.checkpoint_root)
+        kept = kept_because(record, session.catalog.records(session.url), session.server.checkpoint_root())
         if kept is None:
             delete_guard.remove_tree(record.checkpoint.removeprefix("file:"))
         else:
@@ -115,14 +133,14 @@ def find_lost(session: CatalogedSession) -> list[Record]:
         by_session.setdefault(record.session_id or "", []).append(record)
     for sid, records in by_session.items():
         if sid == session.session_id:  # ended in this session while nobody was looking
-            known = {query.id: query for query in session.known_queries()}
+            known = {query.id: query for query in session.streams.known_queries()}
             for record in records:
                 query = known.get(record.query_id or "")
                 if query is not None and query.state != "active":  # its end, read from Spark, is recorded as it
                     continue  # was: failed with its error, or stopped
                 session.catalog.record_end(session.url, record.name, STOPPED, None, query_id=record.query_id)
             continue
-        still = session.running_in(sid)
+        still = session.streams.running_in(sid)
         for record in records:
             if still is None or record.query_id not in still:
                 state = LOST if still is None else STOPPED
@@ -148,11 +166,11 @@ def spark_duration(text: str) -> float | None:
     return float(match.group(1)) * _TIME_UNITS[match.group(2) or "ms"]
 
 
-def idle_timeout(session: CatalogedSession) -> tuple[float, bool]:
+def idle_timeout(spark: Any) -> tuple[float, bool]:
     """How long the server keeps a session without a client before it closes it and stops its queries:
     (seconds, known). Not known when the server does not tell (Spark's default, 60 minutes, is assumed)."""
     with swallowed("reading the server's session timeout"):
-        text = call(lambda: session.spark.conf.get(SESSION_TIMEOUT_CONF, None))
+        text = call(lambda: spark.conf.get(SESSION_TIMEOUT_CONF, None))
         seconds = spark_duration(str(text)) if text else None
         if seconds is not None:
             return seconds, True

@@ -59,8 +59,12 @@ class WatchedQuery(Protocol):
 class WatchedSession(Protocol):
     """What the monitor uses of a Session."""
 
-    spark: Any
-    target: Target
+    @property
+    def spark(self) -> Any: ...
+
+    @property
+    def server(self) -> ServerOfSession: ...
+
 
     @property
     def url(self) -> str: ...
@@ -70,6 +74,19 @@ class WatchedSession(Protocol):
         """It rejoined a session whose client is gone: a listener the server holds for it is that client's."""
 
     def running(self) -> Sequence[WatchedQuery]: ...
+
+    @property
+    def streams(self) -> WatchedQueries: ...
+
+
+class ServerOfSession(Protocol):
+    """What the monitor asks of a Session's server (session_server.py)."""
+
+    target: Target
+
+
+class WatchedQueries(Protocol):
+    """What the monitor asks of a Session's QueryBook."""
 
     def known_queries(self) -> Sequence[WatchedQuery]: ...
 

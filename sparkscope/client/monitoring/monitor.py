@@ -40,8 +40,12 @@ class Monitor:
     """Push-based (or, as a fallback, polled) progress for every query of a session."""
 
     def __init__(self, session: WatchedSession, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
-                 poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER):
+                 poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER,
+                 on_event: Callable[[Event], None] | None = None):
         self._book = TrackBook(history_size)  # the tracks and subscribers: what the events tell
+        if on_event is not None:  # its owner's, told from the start without starting it
+            self._book.subscribe(on_event)
+        self._closed = False  # closed with its session: a later use does not start it again
         self._session = session
         self._use_listener = use_listener
         self._poll_interval = poll_interval
@@ -60,22 +64,34 @@ class Monitor:
     # -- lifecycle --------------------------------------------------------------------------------
 
     # -- what the events told (its TrackBook's), no RPC ----------------------------------------------
+    # the first use of a monitor starts it (one listing of the queries, and the listener's registration)
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call `callback(event)` for every event (on the monitor's thread: keep it quick)."""
+        self._in_use()
         return self._book.subscribe(callback)
 
     def tracks(self) -> list[Track]:
+        """Every query it heard of, with its latest progress."""
+        self._in_use()
         return self._book.tracks()
 
     def track(self, name_or_id: str) -> Track | None:
+        self._in_use()
         return self._book.track(name_or_id)
 
     def history(self, name_or_id: str) -> list[Progress]:
+        """The progress of the last batches of one query, oldest first."""
+        self._in_use()
         return self._book.history(name_or_id)
 
     @property
     def notices(self) -> list[str]:
+        """What it had to say about itself: fell back to polling, listened again."""
         return self._book.notices
+
+    def _in_use(self) -> None:
+        if self.mode == "stopped" and not self._closed:
+            self.start()
 
     def on_started(self, query_id: str, name: str | None) -> None:
         self._book.on_started(query_id, name)
@@ -115,6 +131,7 @@ class Monitor:
 
     def close(self, timeout: float = CALL_DEADLINE) -> bool:
         """Stop listening or polling within `timeout` seconds; False when the server did not answer."""
+        self._closed = True
         if self.mode == "stopped":
             return True
         deadline = time.monotonic() + timeout
@@ -259,9 +276,9 @@ class Monitor:
                 self._book.notice(f"The live event stream {what}; listening again (back-filled {filled} "
                              f"batch{'es' if filled != 1 else ''} from recent progress)")
             return True
-        if try_probe(self._session.target, timeout=2) is None:
+        if try_probe(self._session.server.target, timeout=2) is None:
             self.stale_since = time.time()
-            how = "ran out of memory and exited" if cause_at(self._session.target.port) is not None else "went away"
+            how = "ran out of memory and exited" if cause_at(self._session.server.target.port) is not None else "went away"
             self._book.notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
                          code="server_gone")
         else:
@@ -278,7 +295,7 @@ class Monitor:
             with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
                     track.add(progress)
-        for query in self._session.known_queries():
+        for query in self._session.streams.known_queries():
             ended = query.known_state()
             if ended is not None:
                 track = self._book.track_for(query.id, query.name)
@@ -309,7 +326,7 @@ class Monitor:
                 self._book.on_progress(Progress.from_json(json.loads(last.json)))
         for track in self._book.tracks():
             if track.state == "active" and track.id not in active:
-                query = next((q for q in self._session.known_queries() if q.id == track.id), None)
+                query = next((q for q in self._session.streams.known_queries() if q.id == track.id), None)
                 failure = query.exception if query is not None else None
                 self._book.on_terminated(track.id, failure.full if failure else None)
 

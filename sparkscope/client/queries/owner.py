@@ -7,21 +7,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
 
     from ..catalog.records import Catalog
     from ..connection.capabilities import ServerFacts
     from ..connection.remote import Target
     from ..kafka.connector import KafkaSupport
-    from .query import Query
+    from .query import Query, SinkReading
 
 
 class OwningSession(Protocol):
-    spark: Any
-    catalog: Catalog
-    target: Target
-    facts: ServerFacts
-    kafka: KafkaSupport
+    @property
+    def spark(self) -> Any: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def server(self) -> ServerOfSession: ...
 
     @property
     def url(self) -> str: ...
@@ -32,19 +34,35 @@ class OwningSession(Protocol):
     @property
     def inherits_listener(self) -> bool: ...
 
-    @property
-    def checkpoint_root(self) -> str | None: ...
-
-    def on_embedded_server(self) -> bool: ...
-
-    def running_in(self, other_session: str) -> set[str] | None: ...
-
     def query(self, name_or_id: str | Query) -> Query: ...
 
     def running(self) -> list[Query]: ...
 
+    @property
+    def sinks(self) -> SinkReading: ...
+
+    @property
+    def streams(self) -> QueriesOfSession: ...
+
+
+class QueriesOfSession(Protocol):
+    """What the catalog, state and monitoring functions ask of the session's QueryBook (tracking.py)."""
+
+    def running_in(self, other_session: str) -> set[str] | None: ...
+
     def known_queries(self) -> list[Query]: ...
 
-    def sink_dataframe(self, name_or_query: str | Query) -> DataFrame: ...
 
-    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame: ...
+class ServerOfSession(Protocol):
+    """What the parts use of the session's server (session_server.py)."""
+
+    target: Target
+    version: str
+    kafka: KafkaSupport
+
+    @property
+    def facts(self) -> ServerFacts: ...
+
+    def checkpoint_root(self) -> str | None: ...
+
+    def embedded(self) -> bool: ...

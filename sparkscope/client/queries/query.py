@@ -79,7 +79,16 @@ def wait_in_slices(wait: Callable[[float], Any], timeout: float | None = None,
 class SinkOwner(Protocol):
     """What a query asks of the session that knows it, to read what its sink kept."""
 
-    spark: Any
+    @property
+    def spark(self) -> Any: ...
+
+
+    @property
+    def sinks(self) -> SinkReading: ...
+
+
+class SinkReading(Protocol):
+    """What a query asks of its session's sink reader."""
 
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame: ...
 
@@ -224,11 +233,11 @@ class Query:
     def rows(self, limit: int = 100_000) -> Rows:
         """What its sink holds now, at most `limit` rows: the bounded sink's newest batch first, the memory sink's
         table, a file sink's files."""
-        return fetch(self._owner().sink_dataframe(self), limit)
+        return fetch(self._owner().sinks.sink_dataframe(self), limit)
 
     def batch_rows(self, batch_id: int, limit: int = 100_000) -> Rows:
         """The rows batch `batch_id` wrote, while the bounded sink keeps them."""
-        return fetch(self._owner().batch_dataframe(self, batch_id), limit)
+        return fetch(self._owner().sinks.batch_dataframe(self, batch_id), limit)
 
     def _owner(self) -> SinkOwner:
         if self.owner is None:

@@ -13,7 +13,7 @@ from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, tra
 from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
-from ..rows import Rows, fetch
+from ..rows import Rows, fetch, fetch_at_most
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -157,14 +157,14 @@ class SinkReader:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""
         return str(call(explain_string, df, extended=extended))
 
-    def sql(self, statement: str, n: int = 1000) -> Rows:
-        """Run batch SQL and fetch up to `n` rows."""
+    def sql(self, statement: str, limit: int | None = 1000) -> Rows:
+        """Run batch SQL and fetch at most `limit` rows (None: all), saying when there were more."""
         def run() -> Rows:
             df = self._s.spark.sql(statement)
             if df.isStreaming:
                 raise UnsupportedOperation("This SQL reads a stream", "Start it with ss.start(spark.sql(…), NAME)",
                                            code="sql_is_streaming")
-            return fetch(df, n)
+            return fetch_at_most(df, limit)
 
         return call(run)
 

@@ -133,8 +133,8 @@ class QueryStarter:
         self._check_name_free(name)
         if sink in FILE_SINKS and not path:
             raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
-        path = for_server(path, self._s.target.on_this_machine) if path else path
-        checkpoint = for_server(checkpoint, self._s.target.on_this_machine) if checkpoint else checkpoint
+        path = for_server(path, self._s.server.target.on_this_machine) if path else path
+        checkpoint = for_server(checkpoint, self._s.server.target.on_this_machine) if checkpoint else checkpoint
         if sink == "table":
             table = table or name
         if not call(lambda: df.isStreaming):
@@ -152,7 +152,7 @@ class QueryStarter:
             self._check_python_sink()
         grows = memory_sink_warning(sink, chosen, parsed_trigger)
         warning = " ".join(w for w in (watermark_warning(shape), grows) if w) or None
-        if checkpoint is None and self._s.checkpoint_root is None and self._s.facts.first_time("no_checkpoint_root"):
+        if checkpoint is None and self._s.server.checkpoint_root() is None and self._s.server.facts.first_time("no_checkpoint_root"):
             notes.append("no checkpoint: the server has no spark.sql.streaming.checkpointLocation, so this query "
                          "cannot be restarted and its state cannot be read; give it one (--checkpoint PATH, or "
                          "checkpoint=… in ss.start), or set that conf on the server")
@@ -173,7 +173,7 @@ class QueryStarter:
             return None
         if record is None or record.state == ACTIVE or not record.restartable or not record.checkpoint:
             return None
-        after = (committed_batch(record.checkpoint) if self._s.target.on_this_machine else record.last_batch)
+        after = (committed_batch(record.checkpoint) if self._s.server.target.on_this_machine else record.last_batch)
         if after is None:
             return None
         return (f"the catalog's record of the earlier {name}, stopped after batch {after}, is replaced by this query, "
@@ -194,7 +194,7 @@ class QueryStarter:
 
     def _check_python_sink(self) -> None:
         """foreach_batch runs Python on the server: one line naming what the server lacks, when it cannot."""
-        problem = self._s.facts.get().foreach_batch_problem()
+        problem = self._s.server.facts.get().foreach_batch_problem()
         if problem is not None:
             raise UnsupportedOperation(f"foreach_batch runs Python on the server, and this server cannot: {problem}",
                                        f"Leave out the sink (the bounded sink runs no Python there), or {ADD_PACKAGES}",
@@ -251,7 +251,7 @@ class QueryStarter:
         query.notes.extend(notes or [])
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
-            query.notes.append(self._s.kafka.describe())
+            query.notes.append(self._s.server.kafka.describe())
         return self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
 
     def _start_writer(self, writer: Any, sink: str, *, path: str | None, table: str, options: dict[str, Any] | None,
@@ -266,14 +266,14 @@ class QueryStarter:
             if sink in FILE_SINKS:
                 return writer.format(sink).start(path)
             if sink == "kafka":
-                self._s.kafka.remember(options or {})
-                return writer.format(self._s.kafka.format()).start()
+                self._s.server.kafka.remember(options or {})
+                return writer.format(self._s.server.kafka.format()).start()
             return writer.format(sink).start()
 
     def _discard_unused(self, checkpoint: str | None) -> None:
         """The checkpoint folder a start made for a query that then did not start, when Spark wrote nothing in it:
         gone, so that no folder lists a query that never ran (a checkpoint the user gave is never touched)."""
-        if not checkpoint or not made_by_sparkscope(checkpoint, self._s.checkpoint_root):
+        if not checkpoint or not made_by_sparkscope(checkpoint, self._s.server.checkpoint_root()):
             return
         folder = checkpoint.removeprefix("file:")
         if any(os.path.exists(os.path.join(folder, written)) for written in ("offsets", "commits", "metadata")):
@@ -292,7 +292,7 @@ class QueryStarter:
                     return writer.foreachBatch(function).start()
                 except Exception as exc:
                     if (attempt == 2 or translate(exc).code != "python_worker_failed"
-                            or self._s.facts.get().foreach_batch_problem() is not None):
+                            or self._s.server.facts.get().foreach_batch_problem() is not None):
                         raise
                     log.info("the server's Python worker did not connect back in time (a busy server): "
                              "starting the query once more")
@@ -325,11 +325,11 @@ class QueryStarter:
         """A new folder under the server's checkpoint root for a query named `name` (None without a root).
         Left to itself Spark uses <root>/<name>, so a later query of the same name would resume (or fail
         on) an unrelated query's offsets and state."""
-        root = self._s.checkpoint_root
+        root = self._s.server.checkpoint_root()
         if not root:
             return None
         path = f"{root.rstrip('/')}/{name}-{uuid.uuid4().hex[:8]}"
-        if self._s.on_embedded_server():  # its files are this machine's: made here, marked as sparkscope's
+        if self._s.server.embedded():  # its files are this machine's: made here, marked as sparkscope's
             with translated():
                 make_fresh(path, name)
         return path
@@ -352,7 +352,7 @@ class QueryStarter:
                 if (record.state == ACTIVE and record.session_id not in (None, self._s.session_id)
                         and record.query_id and record.checkpoint
                         and _same_checkpoint(record.checkpoint, checkpoint)
-                        and record.query_id in (self._s.running_in(record.session_id) or set())):
+                        and record.query_id in (self._book.running_in(record.session_id) or set())):
                     when = time.strftime("%H:%M", time.localtime(record.started_at))
                     users.append(CheckpointUser(record.name, record.query_id, record.session_id,
                                                 f"{record.started_by} at {when}"))
@@ -397,7 +397,7 @@ class QueryStarter:
         name, sink, checkpoint, path, table = query.name, query.sink, query.checkpoint, query.path, query.table
         query.on_end = self._book.ended
         query.restart_note = problem
-        query.files_here = self._s.target.on_this_machine
+        query.files_here = self._s.server.target.on_this_machine
         self._book.add(query, started_here=True)
         if not record:
             return query
@@ -475,11 +475,11 @@ class QueryStarter:
             fresh = True
         if reads_own_source(record.plan):
             with translated():
-                self._s.kafka.register()
+                self._s.server.kafka.register()
         checkpoint = None if fresh else record.checkpoint
         if checkpoint is None:
             resumption = Resumption(None, None, True)
-        elif self._s.target.on_this_machine:
+        elif self._s.server.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
             self._remake_if_ours(checkpoint, name)
             _check_sources_here(record)
@@ -496,9 +496,9 @@ class QueryStarter:
     def _remake_if_ours(self, checkpoint: str, name: str) -> None:
         """A checkpoint sparkscope made for `name` (named as fresh_checkpoint names them) that was deleted since: made
         again with its marker, so that it stays sparkscope's to prune (Spark would make a bare folder)."""
-        root = self._s.checkpoint_root
+        root = self._s.server.checkpoint_root()
         folder = checkpoint.removeprefix("file:")
-        if (root and self._s.on_embedded_server() and not os.path.exists(folder)
+        if (root and self._s.server.embedded() and not os.path.exists(folder)
                 and os.path.dirname(folder.rstrip("/")) == root.removeprefix("file:").rstrip("/")
                 and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{8}}", os.path.basename(folder.rstrip("/")))):
             with swallowed(f"making the checkpoint folder {folder} again"):

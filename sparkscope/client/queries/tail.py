@@ -23,21 +23,23 @@ from ..monitoring.monitor import Event
 from ..rows import Rows, fetch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
 
     from ..monitoring.monitor import Monitor
-    from .query import Query
+    from .query import Query, SinkReading
 
 
 class TailedSession(Protocol):
     """What a tail uses of a Session."""
 
-    spark: Any
+    @property
+    def spark(self) -> Any: ...
+
 
     @property
     def monitor(self) -> Monitor: ...
 
-    def batch_dataframe(self, query: Query, batch_id: int) -> DataFrame: ...
+    @property
+    def sinks(self) -> SinkReading: ...
 
 
 CONTINUOUS_POLL_MIN = 0.5  # seconds: the shortest interval a continuous query's epochs are looked for at
@@ -187,7 +189,7 @@ class Tail:
 
     def _read(self, batch_id: int, input_rows: int, sink_rows: int | None = None) -> TailBatch | None:
         if self.query.view:
-            kept = self.session.batch_dataframe(self.query, batch_id)
+            kept = self.session.sinks.batch_dataframe(self.query, batch_id)
             total = self._count(kept)
             if total == 0 and not self.empty:
                 return None

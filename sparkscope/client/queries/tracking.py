@@ -3,12 +3,14 @@ catalog says of them."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import durable
-from ..catalog.records import FAILED, STOPPED, Record
+from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
 from ..errors import QueryNotFound, call, translated
 from ..logs import log, swallowed
 from . import bounded_sink
@@ -31,8 +33,10 @@ class QueryBook:
     catalog says of them. It owns them, their lock and the monitor that listens to them; the starter and the reader
     of the Session ask it through its methods."""
 
-    def __init__(self, session: OwningSession) -> None:
-        self._s = session  # its public face: spark, catalog, url, target (and what the catalog functions need)
+    def __init__(self, session: OwningSession,
+                 look_into: Callable[[str | None], contextlib.AbstractContextManager[Any]]) -> None:
+        self._s = session  # its public face: spark, catalog, url, server (and what the catalog functions need)
+        self._look_into = look_into  # another session of the server, joined for a look (None when it is gone)
         self._queries: dict[str, Query] = {}  # every query this process knows in the session, by id
         self._started_here: set[str] = set()  # ids of the queries this process started (not found)
         self._lock = threading.RLock()
@@ -70,7 +74,7 @@ class QueryBook:
                     query = self._adopted(handle)
                     query.on_end = self.ended
                     query.owner = self._s
-                    query.files_here = self._s.target.on_this_machine
+                    query.files_here = self._s.server.target.on_this_machine
                     self._queries[handle.id] = query
             active_ids = {h.id for h in active}
         return [q for q in self._queries.values() if q.id in active_ids]
@@ -131,11 +135,11 @@ class QueryBook:
             return None
         return monitor
 
-    def queries(self, all: bool = False) -> list[QueryInfo]:  # noqa: A002 - the word users expect
+    def queries(self, catalogued: bool = False) -> list[QueryInfo]:
         """Every query of this session: active ones and those that stopped or failed (until reset).
 
         One RPC lists the active queries; their last progress comes from the monitor when it is
-        listening (no RPC), otherwise one lastProgress call each. With `all`, the catalog's other
+        listening (no RPC), otherwise one lastProgress call each. With `catalogued`, the catalog's other
         queries of this server follow: stopped, failed and lost ones, from earlier sessions too.
         """
         active = {q.id for q in self.adopt_active()}
@@ -146,7 +150,7 @@ class QueryBook:
         for query in known:
             track = monitor.track(query.id) if monitor and query.id in active else None
             infos.append(query.info(active=query.id in active, latest=track.latest if track else None))
-        if all:
+        if catalogued:
             shown = {info.name for info in infos}
             for record in self.catalog_records():
                 if record.name not in shown:
@@ -215,16 +219,14 @@ class QueryBook:
 
     @property
     def monitor(self) -> Monitor:
-        """Live progress of every query of this session, pushed by a listener (started on first use)."""
+        """Live progress of every query of this session, pushed by a listener that starts at the monitor's first use
+        (not under this book's lock: its first look at the running queries needs it)."""
         from ..monitoring.monitor import Monitor
 
         with self._lock:
             if self._monitor is None:
-                self._monitor = Monitor(self._s)
-                self._monitor.subscribe(self._on_monitor_event)
-            monitor = self._monitor
-        # not under the session's lock: the monitor's first look at the running queries needs it
-        return monitor.start()
+                self._monitor = Monitor(self._s, on_event=self._on_monitor_event)
+            return self._monitor
 
     def ended(self, query: Query, state: str, error: str | None) -> None:
         with swallowed(f"recording the end of {query.name} in the catalog"):
@@ -255,16 +257,31 @@ class QueryBook:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
         return durable.forget(self._s, name, delete_checkpoint=delete_checkpoint)
 
-    def idle_timeout(self) -> tuple[float, bool]:
-        """(seconds, known): how long the server keeps this session, and its queries, once no client
-        calls it; assumed to be Spark's default 60 minutes when the server does not say."""
-        return durable.idle_timeout(self._s)
-
     def lost_queries(self) -> list[Record]:
         """Catalogued queries recorded as running that no longer run because their session is gone from
         the server (restarted, or timed out): marked lost, and returned. Each other session they ran in costs a
         look into it: about five RPCs (the probe, its marker, its active queries twice, its release)."""
         return durable.find_lost(self._s)
+
+    def running_in(self, other_session: str) -> set[str] | None:
+        """The ids of the queries running in another session of this server; None when it is gone."""
+        with self._look_into(other_session) as other:
+            return None if other is None else {q.id for q in other.running()}
+
+    def stop_elsewhere(self, name: str) -> Record | None:
+        """Stop the query `name` where the catalog says it runs: another session of this server, where this
+        client left it running (spark.stop() answered "leave it", or a REPL or script that ended so). Its
+        record, once stopped; None when the catalog knows of no such query running in another session."""
+        record = self._s.catalog.get(self._s.url, name)
+        if record is None or record.state != ACTIVE or record.session_id in (None, self._s.session_id):
+            return None
+        with self._look_into(record.session_id) as other:
+            query = next((q for q in other.running() if q.id == record.query_id), None) if other else None
+            if query is not None:
+                query.stop()  # recorded as stopped in the catalog, as any stop
+                return record
+        self.lost_queries()  # it no longer runs there: the catalog says so from now on
+        return None
 
     def catalog_records(self) -> list[Record]:
         """This server's catalog, after marking the queries that are gone from the server as lost."""

@@ -30,13 +30,24 @@ class StatefulQuery(Protocol):
 
 
 class StatefulSession(Protocol):
-    catalog: Catalog
-    spark: Any
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def spark(self) -> Any: ...
+
 
     @property
     def url(self) -> str: ...
 
     def query(self, name_or_id: str) -> StatefulQuery: ...
+
+    @property
+    def streams(self) -> StatefulQueries: ...
+
+
+class StatefulQueries(Protocol):
+    """What reading state asks of a Session's QueryBook."""
 
     def known_queries(self) -> Sequence[StatefulQuery]: ...
 
@@ -91,7 +102,7 @@ class StateOf:
 
 def checkpoint_of(session: StatefulSession, name: str) -> tuple[str, str]:
     """(name, checkpoint) of a query this session knows, or of one in the catalog."""
-    for known in reversed(session.known_queries()):  # no RPC for the queries this process started
+    for known in reversed(session.streams.known_queries()):  # no RPC for the queries this process started
         if known.name == name and known.checkpoint:
             return known.name, known.checkpoint
     try:

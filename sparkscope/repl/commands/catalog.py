@@ -42,7 +42,7 @@ def catalog_table(records: list[Record], set_aside: Sequence[tuple[str, float, s
 
 def lost_note(session: Session) -> str | None:
     """One block about the catalogued queries that were running and now are not, or None."""
-    lost = session.lost_queries()
+    lost = session.streams.lost_queries()
     if not lost:
         return None
     names = ", ".join(f"{r.name} (last seen {_clock(r.seen_at)}, batch {'-' if r.last_batch is None else r.last_batch})"
@@ -55,7 +55,7 @@ def lost_note(session: Session) -> str | None:
 def rejoin_note(session: Session) -> str:
     """One line for --reattach: the session rejoined and what runs in it, and the sessions of other live
     sparkscopes of this machine it left to them."""
-    names = ", ".join(q.name for q in session.known_queries() if q.known_state() is None) or "none"
+    names = ", ".join(q.name for q in session.streams.known_queries() if q.known_state() is None) or "none"
     held = [(known, pid) for known in session.catalog.last_sessions(session.url)
             if known != session.session_id and (pid := session.catalog.holder(session.url, known)) is not None]
     others = "; ".join(f"session {known[:8]} is another sparkscope's (pid {pid}), left to it" for known, pid in held)
@@ -126,7 +126,7 @@ def forget(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
         record = session.catalog.get(session.url, name)  # none: forget says so, after the question
         if record is not None and record.checkpoint:
-            kept = kept_because(record, session.catalog.records(session.url), session.checkpoint_root)
+            kept = kept_because(record, session.catalog.records(session.url), session.server.checkpoint_root())
         where = record.checkpoint if record is not None and record.checkpoint else "its checkpoint"
         if kept is None and not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. "
                                                                  "[y/N] ")):
@@ -177,8 +177,9 @@ def checkpoint_report(root: Path, records: list[Record], prune_older_than: str |
          options=(valued("prune", "AGE"),))
 def checkpoints(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
-    if not session.target.on_this_machine or not session.checkpoint_root:
+    found = session.server.checkpoint_root() if session.server.target.on_this_machine else None
+    if not found:
         raise UsageError("The checkpoints of a remote server live on that server",
                          "List them there: sparkscope checkpoints")
-    root = Path(session.checkpoint_root.removeprefix("file:"))
+    root = Path(found.removeprefix("file:"))
     return checkpoint_report(root, session.catalog.records(), opts.text("prune"))

@@ -20,7 +20,7 @@ def _bootstrap(ctx: CommandContext, opts: Options) -> str:
     if given:
         return given
     session = ctx.session
-    return session.kafka.bootstrap(None, recorded_bootstraps(session.catalog_records(), session.session_id))
+    return session.server.kafka.bootstrap(None, recorded_bootstraps(session.streams.catalog_records(), session.session_id))
 
 
 def _offsets(info: broker.TopicInfo) -> str:

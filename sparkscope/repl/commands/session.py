@@ -29,11 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover
          args=(Arg("QUERY"),), tail=Tail.RAW)
 def sql(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     statement, limit = _sql_limit(args[0])
-    rows = ctx.session.sql(statement, n=limit + 1)  # one more than shown tells whether there are more
-    footer = None
-    if len(rows) > limit:
-        footer = f"(first {limit:,} rows; --limit N for more)"
-    return Table(rows.columns, rows.rows[:limit], footer=footer)
+    rows = ctx.session.sql(statement, limit=limit)
+    footer = f"(first {limit:,} rows; --limit N for more)" if rows.truncated else None
+    return Table(rows.columns, rows.rows, footer=footer)
 
 
 def _sql_limit(text: str) -> tuple[str, int]:
@@ -76,14 +74,14 @@ def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 
         def reattach() -> Session:
             if url is None and current is not None:
-                return rejoin(current.target)
+                return rejoin(current.server.target)
             return rejoin(resolve_target(url))
 
         opener = reattach
     elif url is None and session_id is None:
         if ctx.connecting:
             raise UsageError("Still connecting", "Wait for the status bar to show the server, then try again")
-        if current is not None and try_probe(current.target, timeout=2) is not None:
+        if current is not None and try_probe(current.server.target, timeout=2) is not None:
             with contextlib.suppress(SparkscopeError):  # the server answers: does it still know us?
                 current.check()
                 return Message(f"Already connected to {current.url} (session {short_id(current.session_id)}). "
@@ -92,7 +90,7 @@ def connect(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     else:
         def open_session() -> Session:
             if url is None and current is not None:  # another session on the same server
-                return open_here(current.target.with_session(session_id))
+                return open_here(current.server.target.with_session(session_id))
             return open_here(resolve_target(url, session_id=session_id))
 
         opener = open_session
@@ -108,23 +106,23 @@ def connected(session: Session, old: Session | None, left: list[str]) -> Message
     note = ""
     if left and old is not None:
         note = (f" Left {', '.join(left)} running in the previous session; "
-                f"reattach with :connect {old.target.bare_url} --session-id {old.session_id}")
+                f"reattach with :connect {old.server.target.bare_url} --session-id {old.session_id}")
     lost = lost_note(session)
     return Message(f"Connected to {session.url} (session {short_id(session.session_id)}, "
-                   f"Spark {session.server_version}).{note}" + (f"\n{lost}" if lost else ""))
+                   f"Spark {session.server.version}).{note}" + (f"\n{lost}" if lost else ""))
 
 
 @command("session", "Show the server URL, session id, Spark version and user")
 def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     session = ctx.session
     user = session.user or "-"
-    rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server_version],
+    rows = [["url", session.url], ["session id", session.session_id], ["spark version", session.server.version],
             ["user", user], ["reattach", ctx.reattach_command()]]
-    ui = session.spark_ui()
+    ui = session.server.ui()
     if ui is not None:
         rows.append(["spark UI", ui])
-    rows.append(["server", server_row(session.facts.known())])
-    tasks = busy_tasks(session.busy_tasks(window=SESSION_SAMPLE))
+    rows.append(["server", server_row(session.server.facts.known())])
+    tasks = busy_tasks(session.server.busy_tasks(window=SESSION_SAMPLE))
     if tasks is not None:
         rows.append(["tasks", tasks])
     return Table(["field", "value"], rows, footer="")
@@ -133,7 +131,7 @@ def session_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 @command("server", "What this server can run for this client: Spark, its Python and packages, Kafka, checkpoints, "
          "auth (--refresh asks it again)", options=(flag("refresh"),))
 def server(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    caps = ctx.session.facts.get(refresh=opts.flag("refresh"))
+    caps = ctx.session.server.facts.get(refresh=opts.flag("refresh"))
     return capability_table(caps, kept=ctx.session.kept() if caps.sink_problem is None else None)
 
 

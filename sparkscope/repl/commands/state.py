@@ -115,7 +115,7 @@ def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         name, history = query.name, batches_run(session.monitor.history(query.id) or query.history)
     except QueryNotFound:  # stopped or lost in another session: what the catalog and its checkpoint say
         name, history = args[0], []
-    specs = watermark_specs(session.query_plan(name))
+    specs = watermark_specs(session.sinks.query_plan(name))
     if not specs:
         raise UsageError(f"{name} has no watermark, so no row is ever late for it",
                          "Add withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or join")

@@ -108,7 +108,7 @@ def queries(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if opts.flag("all"):
         from .catalog import catalog_table
 
-        return catalog_table(ctx.session.catalog_records(), ctx.session.catalog.set_aside())
+        return catalog_table(ctx.session.streams.catalog_records(), ctx.session.catalog.set_aside())
     infos = ctx.session.queries()
     rows = [[q.name, short_id(q.id), q.state, q.keep or q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
@@ -168,7 +168,7 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         targets = [session.query(args[0])]
     else:  # one RPC lists the running queries; progress comes from the monitor's cache when it listens
         session.running()
-        targets = session.known_queries()
+        targets = session.streams.known_queries()
     # the batches that ran (Spark's idle reports name the next batch, which has not run): the last `last`, or one
     histories = [(query, batches_run(session.recent_progress(query, RECENT))[-(last or 1):]) for query in targets]
     if opts.flag("json"):
@@ -314,7 +314,7 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     except QueryNotFound as exc:
         not_found = exc
     if query is None or query.state != "active":  # perhaps it runs in another session of this server
-        elsewhere = session.stop_elsewhere(args[0])
+        elsewhere = session.streams.stop_elsewhere(args[0])
         if elsewhere is not None:
             holder = session.catalog.holder(session.url, str(elsewhere.session_id))
             where = (f"where another sparkscope (pid {holder}) works" if holder is not None
@@ -337,7 +337,7 @@ def schema(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if target in ctx.namespace or not target.isidentifier():
         df = ctx.evaluate(target)
     else:
-        df = ctx.session.sink_dataframe(target)
+        df = ctx.session.sinks.sink_dataframe(target)
     if not is_dataframe(df):
         raise UsageError(f"'{target}' is not a DataFrame", "Give a DataFrame, a query name or a table")
     fields = call(lambda: df.schema.fields)

@@ -52,7 +52,7 @@ def _take(options: Any, key: str) -> Any:
 
 def free_query_name(session: Any, prefix: str) -> str:
     """`prefix_N`, the first N no query of this session has (console_1, display_query_1 …)."""
-    taken = {q.name for q in session.known_queries()}
+    taken = {q.name for q in session.streams.known_queries()}
     numbers = _numbers.setdefault(prefix, itertools.count(1))
     while True:
         name = f"{prefix}_{next(numbers)}"

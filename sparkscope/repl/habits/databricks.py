@@ -13,6 +13,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from ...client.errors import FileOperationFailed
+from ...client.queries.dataframes import is_dataframe
 from ...client.rows import fetch
 from .console import free_query_name
 from ..commands.registry import UsageError
@@ -38,7 +39,7 @@ class Display:
                  checkpointLocation: str | None = None, **_ignored: Any) -> None:  # noqa: N803
         executor = self._executor
         session = executor.session
-        if not session.is_dataframe(df):
+        if not is_dataframe(df):
             executor.out.write(repr(df) + "\n")
             return None
         if not df.isStreaming:

@@ -193,7 +193,7 @@ class DbUtils:
 
 def _not_here(session: Session) -> str | None:
     """None when the session's server is one sparkscope started on this machine, else why dbutils.fs is off."""
-    if not session.on_embedded_server():
+    if not session.server.embedded():
         return f"{session.url} is not one"
     return None
 

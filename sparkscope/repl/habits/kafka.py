@@ -13,7 +13,7 @@ from .user_code import UserCall, choosing_kafka, current, is_choosing_kafka
 
 def kafka_format(call: UserCall) -> str:
     """The format that reads and writes Kafka in this session, the first use saying which and why."""
-    kafka = call.executor.session.kafka
+    kafka = call.executor.session.server.kafka
     with choosing_kafka():
         fmt = kafka.format()
     call.executor.notice_once(f"kafka {call.executor.session.session_id}", f"note: {kafka.describe()}")
@@ -30,7 +30,7 @@ def save(original: Any, writer: Any, path: Any = None, format: Any = None,  # no
     if (call is not None and is_kafka(format or settings.format) and call.executor.owns_spark(settings.session)):
         format = None  # noqa: A001
         settings.format = kafka_format(call)
-        call.executor.session.kafka.remember({**settings.options, **{str(k): str(v) for k, v in options.items()}})
+        call.executor.session.server.kafka.remember({**settings.options, **{str(k): str(v) for k, v in options.items()}})
         if settings.format != "kafka" and (mode or settings.mode) in (None, "error", "errorifexists", "default"):
             mode = "append"
     return original(writer, path=path, format=format, mode=mode, partitionBy=partitionBy, **options)
@@ -46,5 +46,5 @@ def load(original: Any, reader: Any, path: Any = None, format: Any = None, schem
         settings.format = kafka_format(call)
         given = {**{str(k): str(v) for k, v in settings.options.items()}, **{str(k): str(v) for k, v in options.items()}}
         check_kafka_options(given)
-        call.executor.session.kafka.remember(given)
+        call.executor.session.server.kafka.remember(given)
     return original(reader, path=path, format=format, schema=schema, **options)

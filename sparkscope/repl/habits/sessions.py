@@ -29,7 +29,7 @@ def get_or_create(original: Any, builder: Any) -> Any:
     options = _pyspark.builder_options(builder)
     session = call.executor.session
     remote = options.pop("spark.remote", None)
-    if remote and not _same_server(remote, session.target):
+    if remote and not _same_server(remote, session.server.target):
         return _pyspark.connect_builder_create({**options, "spark.remote": remote})  # the user's own choice
     ignored = []
     for key, value in options.items():
@@ -87,7 +87,7 @@ def replace_stopped_session(executor: ReplContext) -> None:
     except SparkscopeError:
         queries = []
     if not executor.interactive:  # a script stops what it started, never what it found
-        queries = [q for q in queries if old.started_here(q)]
+        queries = [q for q in queries if old.streams.started_here(q)]
     names = ", ".join(q.name for q in queries)
     stop = not queries or not executor.interactive or executor.confirm(
         f"spark.stop() closes this session. {len(queries)} quer{'y is' if len(queries) == 1 else 'ies are'} "
@@ -97,7 +97,7 @@ def replace_stopped_session(executor: ReplContext) -> None:
             with swallowed(f"stopping {query.name}"):
                 query.stop()
     try:
-        new, _, left = executor.switch_session(lambda: open_session(old.target.with_session(None), server_home=old.server_home))
+        new, _, left = executor.switch_session(lambda: open_session(old.server.target.with_session(None), server_home=old.server.home))
     except SparkscopeError as exc:
         executor.err.write(error_line(exc) + "\n")
         return

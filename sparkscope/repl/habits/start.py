@@ -45,16 +45,16 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
     kafka = ours and is_kafka(settings.format)
     if kafka:
         settings.format = kafka_format(call)
-        session.kafka.remember(dict(settings.options))
+        session.server.kafka.remember(dict(settings.options))
     checkpoint = settings.options.get("checkpointLocation")
     if ours and not checkpoint:  # a fresh one, as pyspark would have
-        checkpoint = session.fresh_checkpoint(settings.query_name or "query")
+        checkpoint = session.starter.fresh_checkpoint(settings.query_name or "query")
         if checkpoint:
             settings.options["checkpointLocation"] = checkpoint
     users = []
     if ours:
         with swallowed("looking for queries on the same checkpoint"):
-            users = session.on_checkpoint(checkpoint)
+            users = session.starter.on_checkpoint(checkpoint)
     spark = settings.session
     tags = list(spark.getTags())
     spark.clearTags()  # a query started under the cell's tag would stop when that tag is interrupted
@@ -66,7 +66,7 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
     if ours:
         sink = settings.foreach_sink or ("table" if tableName else "kafka" if kafka else (settings.format or "parquet"))
         with swallowed(f"recording {handle.name or handle.id} in the catalog"):
-            query = session.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
+            query = session.starter.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
                                            trigger=settings.trigger, checkpoint=checkpoint,
                                            options={k: v for k, v in settings.options.items()
                                                     if k != "checkpointLocation"},
@@ -80,7 +80,7 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
 def _check_foreach_batch(session: Any) -> None:
     """A foreachBatch on a server found to lack what its Python worker imports: one line naming it now. Its worker
     would fail after the server's ten-second wait, saying less. (What it lacks was asked before: not asked now.)"""
-    known = session.facts.known()
+    known = session.server.facts.known()
     problem = known.foreach_batch_problem() if known is not None else None
     if problem:
         from ...client.connection.capabilities import ADD_PACKAGES

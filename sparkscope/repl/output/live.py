@@ -46,7 +46,7 @@ class Live:
 
     # -- alerts ---------------------------------------------------------------------------------------
     def _trigger_seconds(self, name: str) -> float | None:
-        for query in reversed(self.session.known_queries()):
+        for query in reversed(self.session.streams.known_queries()):
             if query.name == name and query.trigger.kind == "processing":
                 return query.trigger.seconds
         return None

@@ -56,7 +56,7 @@ class ShellCompleter(Completer):
         session = self.executor.session_or_none()
         if session is None:
             return []
-        return sorted({q.name for q in session.known_queries()})
+        return sorted({q.name for q in session.streams.known_queries()})
 
     def _dataframe_names(self) -> list[str]:
         from ...client.queries.dataframes import is_dataframe
@@ -240,7 +240,7 @@ class Shell:
         executor = self.executor
         if executor.holder.connected:
             session = executor.session
-            active = session.active_count()
+            active = session.streams.active_count()
             return HTML(f" <b>{_escape(session.url)}</b>  session {session.session_id[:8]}  "
                         f"queries: {active}  <i>:help</i>")
         if not executor.holder.connecting:

@@ -158,7 +158,7 @@ def test_a_worker_that_never_connected_back_is_one_line_pointing_at_server_check
     assert error.code == "python_worker_failed"
     assert str(error) == ("The server could not start a Python worker for this: it did not connect back in time. "
                           "The server's Python may lack a package the code imports, or the server was too busy; "
-                          "ss.facts.get().checks() says what the server's Python lacks.")
+                          "ss.server.facts.get().checks() says what the server's Python lacks.")
     from pyspark.errors.exceptions.connect import StreamingQueryException
 
     failed = translate(StreamingQueryException(message="Python worker failed to connect back."))

@@ -228,3 +228,31 @@ def test_an_unreachable_server_is_explained_by_the_finder_of_its_port_whichever_
         assert unreachable_cause(ValueError(words.replace("29125", "29126"))) is None
     finally:
         forget()
+
+
+def test_the_callers_own_type_and_value_errors_pass_through_unchanged():
+    from pyspark.sql.connect.functions import when
+
+    from sparkscope.client.errors import call
+
+    with pytest.raises(ValueError, match="invalid literal for int") as raised:
+        call(int, "ten")
+    assert type(raised.value) is ValueError
+    with pytest.raises(TypeError, match="has no len") as raised:
+        call(len, 5)
+    assert type(raised.value) is TypeError
+    with pytest.raises(TypeError, match=r"\[NOT_EXPECTED_TYPE\] Argument `condition` should be Column, got int") \
+            as raised:
+        call(when, 5, 1)  # pyspark's own check of the caller's argument: a PySparkTypeError, still a TypeError
+    assert type(raised.value).__name__ == "PySparkTypeError"
+
+
+def test_a_failure_that_is_not_the_callers_own_argument_is_translated():
+    from sparkscope.client.errors import SparkscopeError, call
+
+    def broken():
+        raise RuntimeError("the server said no")
+
+    with pytest.raises(SparkscopeError, match="the server said no") as raised:
+        call(broken)
+    assert isinstance(raised.value.__cause__, RuntimeError)

@@ -49,20 +49,17 @@ class FakeSession:
 
     url = "sc://localhost:15002"
     session_id = "4e891c44-0000-0000-0000-000000000000"
-    server_version = "4.3.0"
 
     def __init__(self, queries: list[FakeQuery] | None = None):
         self._queries = {q.name: q for q in queries or []}
         self.catalog = SimpleNamespace(get=lambda url, name: None)
-        self.target = SimpleNamespace(bare_url="sc://localhost:15002")
+        self.server = SimpleNamespace(version="4.3.0", target=SimpleNamespace(bare_url="sc://localhost:15002"))
+        self.streams = SimpleNamespace(lost_queries=lambda: [], known_queries=lambda: [])
 
     def query(self, name: str) -> FakeQuery:
         if name not in self._queries:
             raise SparkscopeError(f"No query named '{name}'")
         return self._queries[name]
-
-    def lost_queries(self) -> list[Any]:
-        return []
 
 
 @dataclass
@@ -134,9 +131,6 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
         def running(self) -> list[Any]:
             raise SparkscopeError("Listing running queries got no answer within 5 s")
 
-        def known_queries(self) -> list[Any]:
-            return [SimpleNamespace(name="leaving", known_state=lambda: None),
-                    SimpleNamespace(name="ended", known_state=lambda: "stopped")]
 
         def close(self, stop_queries: bool) -> None:
             self.closed_with = stop_queries
@@ -144,7 +138,10 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
     asked: list[str] = []
     ctx = FakeContext(session=Busy(), answers=[True])
     ctx.confirm = lambda question: asked.append(question) or True  # type: ignore[method-assign]
-    ctx.session.target = SimpleNamespace(source="remote", token_source=None)
+    ctx.session.server = SimpleNamespace(target=SimpleNamespace(source="remote", token_source=None))
+    known = [SimpleNamespace(name="leaving", known_state=lambda: None),
+             SimpleNamespace(name="ended", known_state=lambda: "stopped")]
+    ctx.session.streams = SimpleNamespace(known_queries=lambda: known, started_here=lambda query: True)
     assert leave(ctx, None, None) == "Stopped leaving."
     assert asked == ["1 query is still running (leaving). Stop it? [y/N] "]
     assert ctx.session.closed_with is True
@@ -155,7 +152,7 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
 def test_connect_returns_the_switch_and_says_what_it_left_in_the_previous_session():
     ctx = FakeContext(opener=lambda: FakeSession())
     ctx.session = FakeSession()
-    ctx.session.target = SimpleNamespace(bare_url="sc://localhost:15002", with_session=lambda sid: None)
+    ctx.session.server.target = SimpleNamespace(bare_url="sc://localhost:15002", with_session=lambda sid: None)
     switched = run(ctx, ":connect sc://elsewhere:15002")
     assert isinstance(switched, SwitchSession)
     said = switched.said(FakeSession(), ctx.session, ["counts"])

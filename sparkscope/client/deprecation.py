@@ -1,0 +1,32 @@
+"""Names of the API that changed: the old ones keep working for one release, each with a DeprecationWarning that
+says what to use instead."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def renamed_arguments(**renamed: str) -> Callable[[F], F]:
+    """`@renamed_arguments(all="catalogued")`: a call with the old keyword still works, and warns. The signature
+    shown (inspect, help(), the API snapshot) is the new one."""
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def with_old_names(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{function.__name__}() got both {old!r} and {new!r}; {old!r} is "
+                                        f"the old name of {new!r}")
+                    warnings.warn(f"{function.__name__}({old}=…) is deprecated: use {new}=…", DeprecationWarning,
+                                  stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return with_old_names  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,51 @@
+"""The Session's public surface: what moved keeps its old name for one release, with a warning that says where it
+went; sql() says how it limits; reading a property asks the server nothing."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+
+def test_an_old_name_still_answers_and_warns_where_it_went(ss):
+    with pytest.warns(DeprecationWarning, match=r"^ss\.server_version is deprecated: use ss\.server\.version$"):
+        old = ss.server_version
+    assert old == ss.server.version and old.startswith("4.")
+    with pytest.warns(DeprecationWarning, match=r"^ss\.spark_ui is deprecated: use ss\.server\.ui$"):
+        assert ss.spark_ui() == ss.server.ui()
+    with pytest.warns(DeprecationWarning, match=r"^ss\.checkpoint_root is deprecated: use ss\.server\.checkpoint_root\(\)$"):
+        assert ss.checkpoint_root == ss.server.checkpoint_root()
+    with pytest.raises(AttributeError, match="'Session' object has no attribute 'no_such_thing'"):
+        ss.no_such_thing  # noqa: B018
+
+
+def test_an_old_keyword_still_works_and_warns(ss):
+    with pytest.warns(DeprecationWarning, match=r"^queries\(all=…\) is deprecated: use catalogued=…$"):
+        old = [info.name for info in ss.queries(all=True)]
+    assert old == [info.name for info in ss.queries(catalogued=True)]
+    with pytest.raises(TypeError, match="got both 'all' and 'catalogued'"):
+        ss.queries(all=True, catalogued=True)
+
+
+def test_sql_returns_at_most_its_limit_and_says_when_there_were_more(ss):
+    cut = ss.sql("SELECT id FROM range(5)", limit=3)
+    assert (cut.rows, cut.truncated) == ([(0,), (1,), (2,)], True)
+    whole = ss.sql("SELECT id FROM range(5)", limit=5)
+    assert (len(whole), whole.truncated) == (5, False)
+    assert ss.sql("SELECT id FROM range(1500)", limit=None).rows[-1] == (1499,)
+    with pytest.warns(DeprecationWarning, match=r"^sql\(n=…\) is deprecated: use limit=…$"):
+        assert ss.sql("SELECT id FROM range(5)", n=2).rows == [(0,), (1,)]
+
+
+def test_reading_the_monitor_starts_nothing_until_it_is_used(remote_url):
+    import sparkscope
+
+    with sparkscope.connect(remote_url) as fresh, warnings.catch_warnings():
+        warnings.simplefilter("error")  # none of these is a deprecated name
+        monitor = fresh.monitor
+        parts = (fresh.server, fresh.catalog, fresh.streams, fresh.sinks, fresh.starter, fresh.url, fresh.session_id)
+        assert all(part is not None for part in parts)
+        assert monitor.mode == "stopped"  # no listener registered, no query listed
+        assert monitor.tracks() == []
+        assert monitor.mode in ("listener", "polling")

@@ -50,7 +50,7 @@ def time_to_prompt(argv: list[str], prompt: str, server_pid: int) -> float:
 def _settle(pid: int, window: float = 0.25, deadline: float = 20.0) -> None:
     """Until the server has used under a tenth of a core for `window`: the session the last shell opened
     is released, and its work does not land on the next one timed."""
-    from sparkscope.server.processes import cpu_seconds
+    from sparkscope.client.processes import cpu_seconds
 
     before, give_up = cpu_seconds(pid), time.monotonic() + deadline
     while before is not None and time.monotonic() < give_up:

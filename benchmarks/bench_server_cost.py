@@ -54,7 +54,7 @@ def pss_mb(processes: list) -> float:
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    from sparkscope.server.processes import cpu_seconds as of
+    from sparkscope.client.processes import cpu_seconds as of
 
     return sum(of(pid) or 0.0 for pid in pids)
 

@@ -29,8 +29,12 @@ os.environ["XDG_CACHE_HOME"] = str(_SANDBOX / "cache")
 os.environ["HOME"] = str(_SANDBOX / "home")
 (_SANDBOX / "home").mkdir(exist_ok=True)
 (_SANDBOX / "work").mkdir(exist_ok=True)  # the current folder, once the tests are collected (_work_in_the_sandbox)
+# SPARKSCOPE_TEST_REMOTE_URL: a server this run does not start (test_without_proc.py runs tests on its server from a
+# process without /proc), its token in SPARK_CONNECT_AUTHENTICATE_TOKEN
+_GIVEN_SERVER = os.environ.get("SPARKSCOPE_TEST_REMOTE_URL")
 os.environ.pop("SPARK_REMOTE", None)
-os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+if not _GIVEN_SERVER:
+    os.environ.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
 os.environ.pop("SPARKSCOPE_PROFILE", None)
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 # pexpect forks the test process, which holds gRPC channels, to start `sparkscope` in a pty. grpcio 1.81+
@@ -78,8 +82,10 @@ def server(sandbox):
 
 
 @pytest.fixture(scope="session")
-def remote_url(server) -> str:
-    return f"sc://localhost:{server.port}"
+def remote_url(request) -> str:
+    if _GIVEN_SERVER:
+        return _GIVEN_SERVER
+    return f"sc://localhost:{request.getfixturevalue('server').port}"
 
 
 @pytest.fixture(scope="module")

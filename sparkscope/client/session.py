@@ -63,7 +63,7 @@ KEEPALIVE_SECONDS = 300.0
 SESSION_MARKER = "sparkscope.session.opened"
 
 # what a closed Session still answers: who it was, and the client-side catalog
-USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "server", "catalog", "user"})
+USABLE_AFTER_CLOSE = frozenset({"close", "url", "session_id", "server", "catalog", "streams", "user"})
 
 # names of the API before 0.2, and where each went: ss.<old> still works for one release, with a DeprecationWarning
 MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeout": "server.idle_timeout",

@@ -30,6 +30,7 @@ from ..client import delete_guard
 from ..client.errors import SparkscopeError
 from ..client.logs import log, swallowed
 from ..client.paths import private_dir
+from ..client.processes import maps_file
 
 FOLDER = "class-cache"
 CACHE_ENV = "SPARKSCOPE_CLASS_CACHE"
@@ -158,11 +159,8 @@ class ClassCache:
 
 
 def _maps(pid: int | None, archive: Path) -> bool:
-    """Whether process `pid` has `archive` mapped (Linux /proc); True when that cannot be told."""
-    try:
-        return pid is None or str(archive) in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return True
+    """Whether process `pid` has `archive` mapped; True when that cannot be told (macOS does not say)."""
+    return pid is None or maps_file(pid, archive) is not False
 
 
 def quote_option(option: str) -> str:

@@ -18,7 +18,7 @@ from ..client import delete_guard
 from ..client.logs import swallowed
 from ..client.paths import private_dir
 from .ports import free_port
-from .processes import cpu_seconds
+from ..client.processes import alive, cpu_seconds
 from .local import LocalServer
 
 IDLE_SHARE = 0.1  # the user's server counts as idle below a tenth of a core
@@ -31,8 +31,8 @@ def wait_until_idle(pid: int, lock: Path) -> None:
     """Until the user's server (`pid`) has been idle for IDLE_WINDOW: its first session and its first
     queries, JIT-compiled as they run, go first. The lock is touched meanwhile (it is not abandoned)."""
     before = cpu_seconds(pid)
-    if before is None:  # it stopped already (nothing to wait for), or there is no /proc to tell
-        if not Path("/proc/self").exists():
+    if before is None:  # it stopped already (nothing to wait for), or its CPU time cannot be read
+        if alive(pid):
             time.sleep(NO_PROC_WAIT)
         return
     deadline = time.monotonic() + MAX_WAIT
@@ -50,7 +50,7 @@ def record(folder: Path, after: int | None = None) -> None:
     try:
         if after is not None:
             wait_until_idle(after, folder / RECORDER_LOCK)
-        if after is not None and cpu_seconds(after) is None and Path("/proc/self").exists():
+        if after is not None and not alive(after):
             return  # the server it waited for has stopped: nothing of its start outlives its stop
         info = server.start(port=free_port(), timeout=600)
         try:

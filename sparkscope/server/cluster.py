@@ -22,7 +22,8 @@ from ..client.errors import ServerError
 from ..client.logs import swallowed
 from ..client.paths import private_dir, write_private
 from .ports import usable_port
-from .processes import child_exited, is_ours, kill
+from ..client.processes import is_ours
+from .signals import child_exited, kill
 from .sizing import check_workers
 from .spark_install import pyspark_home
 from ..client import delete_guard

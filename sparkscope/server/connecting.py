@@ -19,8 +19,8 @@ from .local import UI_READERS, LocalServer
 
 
 class EmbeddedServer:
-    """The embedded server of the state dir `home`, as a Session looks at it (client.session.ServerHere): reads
-    its state file and /proc, and never starts, stops or deletes anything."""
+    """The embedded server of the state dir `home`, as a Session looks at it (client.session_server.ServerHere): reads
+    its state file and the processes of this machine, and never starts, stops or deletes anything."""
 
     def __init__(self, home: Path | None = None):
         self._server = LocalServer(home)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .process_tree import Spawned
 from .cluster import Cluster
-from .processes import is_ours, listens_on
+from ..client.processes import is_ours, listens_on, resident_memory
 from ..client.connection.remote import Target, local_target
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -55,14 +55,8 @@ class ServerInfo:
 
     @property
     def memory_bytes(self) -> int | None:
-        """The server's resident memory (Linux /proc), or None when unknown."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            return None
-        return None
+        """The server's resident memory, or None when unknown."""
+        return resident_memory(self.pid)
 
 
 def is_our_server(info: ServerInfo) -> bool:
@@ -76,5 +70,6 @@ def is_our_server(info: ServerInfo) -> bool:
 
 def holds_port(info: ServerInfo) -> bool:
     """Whether the server's own process (the pid we started) listens on its port. The token goes only
-    to that process: another program that took the port while our JVM started must not get it."""
-    return not Path("/proc/self").exists() or listens_on(info.pid, info.port)
+    to that process: another program that took the port while our JVM started must not get it. Where this user
+    may not see the process's sockets (never for a process of its own), the pid, checked by is_ours, is trusted."""
+    return listens_on(info.pid, info.port) is not False

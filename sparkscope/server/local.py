@@ -28,7 +28,8 @@ from ..client.logs import log as logger, swallowed
 from ..client.paths import private_dir, state_dir, write_private
 from ..client.connection.probe import port_open, probe, try_probe
 from .ports import next_free_port, port_for_server, wait_until_free
-from .processes import busy_threads, kill
+from ..client.processes import busy_threads
+from .signals import kill
 from .process_tree import SERVER_MARK, Spawned, describe, end, mark, spawned_by
 from ..client.connection.remote import TOKEN_ENV, local_target
 from ..client.secrets import remember_secret

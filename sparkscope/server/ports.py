@@ -3,16 +3,15 @@ server, and the embedded server's own (15002, or the next free one)."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 import socket
 import time
-from pathlib import Path
 
 from ..client.connection.probe import port_open
 from ..client.connection.remote import DEFAULT_PORT
 from ..client.errors import ServerError
 from ..client.logs import log as logger
+from ..client.processes import ephemeral_port_low
 from .sizing import check_port
 
 
@@ -69,8 +68,8 @@ def free_port() -> int:
 
 def _server_port_range() -> tuple[int, int]:
     low, high = SERVER_PORTS
-    with contextlib.suppress(OSError, ValueError):
-        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ephemeral_low = ephemeral_port_low()
+    if ephemeral_low is not None:
         high = min(high, ephemeral_low)
     return low, max(high, low + 1000)
 

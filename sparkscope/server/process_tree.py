@@ -11,12 +11,14 @@ same way.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..client.processes import alive, ancestors, marked
+from .signals import reap, send
 
 SERVER_MARK = "SPARKSCOPE_SERVER_HOME"
 
@@ -28,7 +30,7 @@ def mark(home: Path) -> str:
 
 @dataclass(frozen=True)
 class Spawned:
-    """One process a server started, as /proc shows it."""
+    """One process a server started, as the system shows it."""
 
     pid: int
     command: str  # its command line, cut to fit one line
@@ -49,37 +51,24 @@ class Spawned:
 def spawned_by(home: Path, *, besides: tuple[int, ...] = ()) -> list[Spawned]:
     """This user's processes whose environment names the server of `home`, oldest first (this process, its
     ancestors and `besides` left out)."""
-    needle = f"{SERVER_MARK}={mark(home)}".encode()
-    skip = {os.getpid(), *besides, *_ancestors()}
-    found = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
-        if not entry.name.isdigit() or int(entry.name) in skip:
-            continue
-        try:
-            if entry.stat().st_uid != os.getuid():
-                continue
-            environ = (entry / "environ").read_bytes()
-            if needle not in environ.split(b"\0"):
-                continue
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # it ended meanwhile, or is not ours to read
-            continue
-        found.append(Spawned(int(entry.name), command[:200], _memory(entry)))
+    skip = {os.getpid(), *besides, *ancestors()}
+    found = [Spawned(process.pid, process.command[:200], process.memory)
+             for process in marked(f"{SERVER_MARK}={mark(home)}", besides=skip)]
     return sorted(found, key=lambda process: process.pid)
 
 
 def end(processes: list[Spawned], grace: float) -> int:
     """SIGTERM to each, SIGKILL after `grace` seconds to those still there; how many there were to end."""
-    pids = [p.pid for p in processes if _signal(p.pid, signal.SIGTERM)]
+    pids = [p.pid for p in processes if send(p.pid, signal.SIGTERM)]
     deadline = time.monotonic() + grace
     while pids and time.monotonic() < deadline:
-        pids = [pid for pid in pids if _alive(pid)]
+        pids = [pid for pid in pids if _still_there(pid)]
         if pids:
             time.sleep(0.1)  # polling their end, with a deadline
     for pid in pids:
-        _signal(pid, signal.SIGKILL)
+        send(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(_still_there(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return len(processes)
 
@@ -98,46 +87,6 @@ def describe(processes: list[Spawned]) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def _memory(entry: Path) -> int | None:
-    try:
-        for line in (entry / "smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        for line in (entry / "status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _ancestors() -> list[int]:
-    pids, pid = [], os.getppid()
-    while pid > 1:
-        pids.append(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return pids
-
-
-def _signal(pid: int, sig: int) -> bool:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError):  # not our child: nothing to reap
-        os.waitpid(pid, os.WNOHANG)  # a child of ours (the log writer) is reaped, not left a zombie
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
-    except OSError:
-        return False
-    return state != "Z"
+def _still_there(pid: int) -> bool:
+    reap(pid)  # a child of ours (the log writer) is reaped, not left a zombie
+    return alive(pid)

@@ -146,7 +146,7 @@ def test_ctrl_c_on_a_job_spark_cannot_interrupt_says_what_still_runs_and_how_to_
     run on to the end of their partitions. The REPL says so within seconds, and :session shows them. On a server
     of its own, stopped at the end: those tasks would otherwise keep two cores busy for hours."""
     from sparkscope.server.ports import free_port
-    from sparkscope.server.processes import busy_threads
+    from sparkscope.client.processes import busy_threads
     from sparkscope.server.local import LocalServer
     from tests.helpers import run_sparkscope, wait_for
 

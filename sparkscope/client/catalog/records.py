@@ -29,6 +29,7 @@ from .. import delete_guard, file_lock
 from ..errors import CatalogError, QueryNotFound
 from ..logs import log
 from ..paths import state_dir
+from ..processes import alive
 
 FILE_NAME = "catalog.sqlite3"
 
@@ -79,16 +80,6 @@ class Record:
 _COLUMNS = [f for f in Record.__dataclass_fields__]
 _ADDED_COLUMNS = {"queries": {"keep": "TEXT", "view": "TEXT"},  # columns newer than the first catalogs
                   "sessions": {"pid": "INTEGER"}}
-
-
-def _runs(pid: int) -> bool:
-    """Whether process `pid` runs: a process killed (kill -9) whose parent has not reaped it yet, a zombie, does
-    not."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 class Catalog:
@@ -218,7 +209,7 @@ class Catalog:
         with self._db() as db:
             row = db.execute("SELECT pid FROM sessions WHERE server=? AND session_id=?", (server, session_id)).fetchone()
         pid = row[0] if row else None
-        if not pid or (pid == os.getpid() and not this_process_too) or not _runs(int(pid)):  # gone
+        if not pid or (pid == os.getpid() and not this_process_too) or not alive(int(pid)):  # gone
             return None
         return int(pid)
 

@@ -32,6 +32,7 @@ from .queries.query import Query, QueryInfo
 from .rows import Rows
 from .queries.sink_reading import SinkReader
 from .queries.starting import QueryStarter
+from .queries.tail import TailBatch, follow
 from .queries.tracking import QueryBook
 from .connection.remote import Target
 from .session_server import ServerHere, SessionServer
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
     from pyspark.sql.connect.session import SparkSession
 
+    from .monitoring.lateness import Lateness
     from .monitoring.monitor import Monitor
     from .monitoring.progress import Progress
     from .queries.sources import Sources
@@ -80,9 +82,11 @@ MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeo
 
 
 class Session:
-    """A connection to one Spark Connect session. `spark` is the real pyspark SparkSession. Like pyspark's own
-    session holds its managers, it holds its parts: the queries it knows (QueryBook), reading their sinks and
-    state (SinkReader), and starting them (QueryStarter); its methods below hand each call to the part's."""
+    """A connection to one Spark Connect session (sparkscope.connect() opens one). `spark` is the real pyspark
+    SparkSession. Like pyspark's own session holds its managers, it holds its parts, each a property that asks the
+    server nothing: the server (`server`), the catalog (`catalog`), the queries it knows (`streams`), reading their
+    sinks and state (`sinks`) and starting them (`starter`). Its own methods are what a user calls; each hands
+    the call to the part that owns it."""
 
     _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
     _rejoined_from: int | None = None  # rejoined a session of the server: the pid that held it (0: none lives)
@@ -109,7 +113,7 @@ class Session:
                                   known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
                                   bounded_sink=lambda: self._jar.describe())
         kafka.own_source_problem = lambda: self._facts.get().own_kafka_problem()
-        self._server = SessionServer(spark, target, server_version, kafka=kafka, facts=lambda: self._facts, here=here,
+        self._server = SessionServer(spark, target, server_version, kafka=kafka, facts=self._facts, here=here,
                                      home=server_home)
         self._jar = ServerJar(spark)  # sparkscope's jar on the server: its sink, its memory source
         self._source = Sources(spark, kafka, same_machine=target.on_this_machine, jar=self._jar)
@@ -196,6 +200,12 @@ class Session:
         moved = MOVED.get(name)
         if moved is None:
             raise AttributeError(f"'Session' object has no attribute {name!r}")
+        import inspect
+
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        if caller is not None and str(caller.f_globals.get("__name__", "")).startswith("sparkscope."):  # its own code
+            raise AttributeError(f"'Session' object has no attribute {name!r}: sparkscope's own code uses ss.{moved}")
         import warnings
 
         warnings.warn(f"ss.{name} is deprecated: use ss.{moved}", DeprecationWarning, stacklevel=2)
@@ -269,6 +279,13 @@ class Session:
         """Up to `n` rows of a query's sink; the filter, order and limit run on the server."""
         return self._sinks.peek(name_or_query, n, where, order_by)
 
+    def tail(self, name_or_query: str | Query, *, batches: int | None = None, timeout: float | None = None,
+             limit: int = 20) -> Iterator[TailBatch]:
+        """The rows each new batch of a query writes, as it commits (at most `limit` of each; `.more` says how many
+        were left out): a generator that ends after `batches` batches, `timeout` seconds, or the query's end. For a
+        query of the default or the memory sink; it runs on when you stop iterating."""
+        return follow(self, self.query(name_or_query), batches=batches, timeout=timeout, limit=limit)
+
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
               variable: str | None = None, timers: bool = False) -> DataFrame:
         """What a stateful operator of query `name` holds, from its checkpoint (after its newest batch, or
@@ -285,6 +302,12 @@ class Session:
     def state_info(self, name: str) -> Any:
         """The stateful operators of `name`: (StateOf, [(operator, schema, rows and bytes per partition)])."""
         return self._sinks.state_info(name)
+
+    def late(self, name: str) -> Lateness:
+        """Why rows of query `name` were dropped as late: the event-time column and delay of each withWatermark, the
+        watermark each batch judged by and the late rows it dropped; `.verdict(at)` says whether a row of event time
+        `at` would be dropped. Works on running, stopped and lost queries."""
+        return self._sinks.late(name)
 
     def explain(self, df: DataFrame, extended: bool = False) -> str:
         """The plan of a DataFrame, as DataFrame.explain() would print it."""

@@ -5,7 +5,6 @@ tasks that keep it busy. What needs a call to the server is a method; the attrib
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,7 +46,7 @@ class SessionServer:
     embedded server it may be, None for the default) need no call to it."""
 
     def __init__(self, spark: Any, target: Target, version: str, *, kafka: KafkaSupport,
-                 facts: Callable[[], ServerFacts], here: ServerHere | None, home: Path | None):
+                 facts: ServerFacts, here: ServerHere | None, home: Path | None):
         self._spark = spark
         self.target = target
         self.version = version
@@ -61,7 +60,7 @@ class SessionServer:
     @property
     def facts(self) -> ServerFacts:
         """What the server can run (its Python, Kafka connector, checkpoint root): `.get()` asks it once."""
-        return self._facts()
+        return self._facts
 
     def __repr__(self) -> str:
         return f"<sparkscope server {self.target.with_session(None).display} Spark {self.version}>"

@@ -106,6 +106,8 @@ def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
             ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
             query = ss.query("durable")
             for name in extras if cycle == 0 else []:  # each of the bounded sinks started together runs
+                listed = {info.name: (info.state, info.error) for info in ss.queries(catalogued=True)}
+                assert listed.get(name, ("?", None))[0] == "active", (name, listed)
                 extra = ss.query(name)
                 wait_for(lambda q=extra: q.progress is not None and q.progress.input_rows > 0, timeout=120,
                          what=f"{name}'s rows after the restore")

@@ -238,7 +238,7 @@ def test_a_broker_that_does_not_answer_and_no_broker_at_all_get_one_line(ss, tmp
     assert shell.err.getvalue().endswith("). Check the address and that the broker runs.\n")
     assert len(shell.err.getvalue().splitlines()) == 1
     with sparkscope.connect(ss.url) as fresh, pytest.raises(ConfigError) as err:  # it has not read Kafka yet
-        fresh.kafka.bootstrap()
+        fresh.server.kafka.bootstrap()
     assert str(err.value) == ("No Kafka cluster to talk to. Give one with --bootstrap host:port, or set "
                               "kafka_bootstrap in your profile.")
 

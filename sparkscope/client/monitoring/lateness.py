@@ -93,3 +93,45 @@ def verdict(history: list[Progress], at: datetime, current: datetime | None = No
 def late_rows(history: list[Progress]) -> list[tuple[int, int]]:
     """(batch, rows dropped) for every batch that dropped late rows."""
     return [(p.batch_id, p.dropped_by_watermark) for p in history if p.dropped_by_watermark]
+
+
+@dataclass(frozen=True)
+class JudgedBatch:
+    """One batch of a query with a watermark, as Spark judged its rows."""
+
+    batch_id: int
+    timestamp: str  # when it ran (its progress's timestamp)
+    late_at_or_before: datetime | None  # the watermark it judged by: a row at or before it was late (None: none was)
+    watermark: str | None  # the watermark after it, as Spark reports it
+    input_rows: int
+    dropped: int  # the late rows it dropped
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """A query's watermark and its late rows (`ss.late(name)`): the event-time column and delay of each
+    withWatermark, each batch's judgement, and `verdict(at)` for a row of a given event time."""
+
+    name: str
+    watermarks: list[WatermarkSpec]
+    batches: list[JudgedBatch]
+    checkpoint_watermark: datetime | None  # the watermark its checkpoint holds, when no batch ran since it started
+    history: list[Progress]
+
+    @property
+    def dropped(self) -> dict[int, int]:
+        """{batch: late rows dropped} for every batch that dropped some."""
+        return dict(late_rows(self.history))
+
+    def verdict(self, at: datetime | str) -> Verdict:
+        """What happens to a row of event time `at` (a datetime, or '2023-08-01 10:03:00' in UTC)."""
+        return verdict(self.history, parse_time(at) if isinstance(at, str) else at, self.checkpoint_watermark)
+
+
+def judged(name: str, watermarks: list[WatermarkSpec], history: list[Progress],
+           checkpoint_watermark: datetime | None = None) -> Lateness:
+    """The Lateness of `name` from its plan's watermarks and the progress of the batches it ran (oldest first)."""
+    marks = dict(late_marks(history))
+    batches = [JudgedBatch(p.batch_id, p.timestamp, marks.get(p.batch_id), p.watermark, p.input_rows,
+                           p.dropped_by_watermark) for p in history]
+    return Lateness(name, watermarks, batches, checkpoint_watermark, history)

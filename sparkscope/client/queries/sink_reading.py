@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink
 from .._pyspark import explain_string
-from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, translate, translated
+from ..errors import (ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, call, translate,
+                      translated)
 from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
@@ -18,6 +19,7 @@ from ..rows import Rows, fetch, fetch_at_most
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from ..monitoring.lateness import Lateness
     from .owner import OwningSession
     from .tracking import QueryBook
 
@@ -128,6 +130,38 @@ class SinkReader:
             raise UnsupportedOperation(f"The plan of {name} was not kept", "Start it again to see its plan",
                                        code="no_plan", data={"name": name})
         return self.explain(dataframe_from_plan(self._s.spark, record.plan), extended=True)
+
+    def late(self, name: str) -> Lateness:
+        """The watermark of query `name` and its late rows: a running one's from its progress, a stopped or lost
+        one's from what its checkpoint holds (when its files are on this machine)."""
+        from ..monitoring.lateness import judged, watermark_specs
+        from ..monitoring.progress import batches_run
+
+        try:
+            query = self._book.query(name)
+            name, history = query.name, batches_run(self._book.monitor.history(query.id) or query.history)
+        except QueryNotFound:  # stopped or lost in another session: what the catalog and its checkpoint say
+            history = []
+        specs = watermark_specs(self.query_plan(name))
+        if not specs:
+            raise UnsupportedOperation(f"{name} has no watermark, so no row is ever late for it",
+                                       "Add withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or "
+                                       "join", code="no_watermark", data={"name": name})
+        ran = any(p.watermark and not p.watermark.startswith("1970") for p in history)
+        return judged(name, specs, history, None if ran else self._checkpoint_watermark(name))
+
+    def _checkpoint_watermark(self, name: str) -> Any:
+        """The watermark in the checkpoint of `name`, when its files are on this machine; else None."""
+        from ..catalog.checkpoints import checkpoint_watermark
+        from ..state.store import checkpoint_of
+
+        if not self._s.server.target.on_this_machine:
+            return None
+        try:
+            _, checkpoint = checkpoint_of(self._s, name)
+        except SparkscopeError:
+            return None
+        return checkpoint_watermark(checkpoint)
 
     # -- state ----------------------------------------------------------------------------------
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import queue
 import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +26,7 @@ from ..rows import Rows, fetch
 if TYPE_CHECKING:  # pragma: no cover
 
     from ..monitoring.monitor import Monitor
+    from ..monitoring.progress import Progress
     from .query import Query, SinkReading
 
 
@@ -43,6 +45,13 @@ class TailedSession(Protocol):
 
 
 CONTINUOUS_POLL_MIN = 0.5  # seconds: the shortest interval a continuous query's epochs are looked for at
+TAIL_LOOK = 0.5  # seconds: how often a follower looks whether its query ended while no batch came
+
+
+def ran_a_batch(progress: Progress) -> bool:
+    """Whether the progress reports a batch that ran: a trigger that found no new data reports the id of the batch
+    still to come, with no addBatch (a memory source's first trigger does, before its rows arrive)."""
+    return "addBatch" in progress.durations_ms or progress.input_rows > 0
 
 
 def _epoch(status_message: str) -> int | None:
@@ -96,7 +105,8 @@ class Tail:
             table = self.session.spark.table(self.query.name)
             self._seen_rows = self._count(table) if self.query.mode != "complete" else 0
         latest = None if from_start else self.query.progress
-        self._last_batch = self._batches_read = latest.batch_id if latest else -1
+        told = -1 if latest is None else latest.batch_id if ran_a_batch(latest) else latest.batch_id - 1
+        self._last_batch = self._batches_read = told
         self.active = True
         if self.query.trigger.kind == "continuous":  # no progress events: its epochs are polled as they commit
             self._thread = threading.Thread(target=self._poll_epochs, name=f"sparkscope-tail-{self.query.name}",
@@ -149,7 +159,7 @@ class Tail:
                     self._unsubscribe()
                 return
             progress = event.progress
-            if progress is None or progress.batch_id <= self._last_batch:
+            if progress is None or progress.batch_id <= self._last_batch or not ran_a_batch(progress):
                 continue
             self._last_batch = progress.batch_id
             try:
@@ -213,3 +223,36 @@ class Tail:
         rows = fetch(table.offset(self._seen_rows), min(new, self.limit))
         self._seen_rows = total
         return TailBatch(self.query.name, batch_id, rows, new, self.query.mode)
+
+
+def follow(session: TailedSession, query: Query, *, batches: int | None = None, timeout: float | None = None,
+           limit: int = 20) -> Iterator[TailBatch]:
+    """Each batch `query` writes from now on, as it commits (at most `limit` of its rows): until `batches` came,
+    `timeout` seconds passed, or the query ended. A batch that could not be read raises. The tail stops when
+    the caller stops iterating; the query runs on. It listens from this call on, not from the first next()."""
+    arrived: queue.Queue[TailBatch | str] = queue.Queue()
+    tail = Tail(session, query, arrived.put, on_error=arrived.put, limit=limit).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    return _batches(tail, arrived, batches, deadline)
+
+
+def _batches(tail: Tail, arrived: queue.Queue[TailBatch | str], batches: int | None,
+             deadline: float | None) -> Iterator[TailBatch]:
+    told = 0
+    try:
+        while batches is None or told < batches:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            try:
+                item = arrived.get(timeout=TAIL_LOOK if left is None else min(TAIL_LOOK, left))
+            except queue.Empty:
+                if not tail.active:  # its end came, and every batch before it was read
+                    return
+                continue
+            if isinstance(item, str):
+                raise SparkscopeError(item, "", code="tail_read_failed", data={"name": tail.query.name})
+            told += 1
+            yield item
+    finally:
+        tail.stop()

@@ -79,22 +79,6 @@ def state(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     return _table(ctx, name, df, opts, what + (f" after batch {batch}" if batch is not None else ""))
 
 
-def _checkpoint_watermark(ctx_session: Any, name: str) -> Any:
-    """The watermark in the checkpoint of `name` (a query that ran no batch since it started, or stopped), when its
-    files are on this machine; else None."""
-    from ...client.catalog.checkpoints import checkpoint_watermark
-    from ...client.errors import SparkscopeError
-    from ...client.state.store import checkpoint_of
-
-    if not ctx_session.target.on_this_machine:
-        return None
-    try:
-        _, checkpoint = checkpoint_of(ctx_session, name)
-    except SparkscopeError:
-        return None
-    return checkpoint_watermark(checkpoint)
-
-
 def _when(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else "-"
 
@@ -103,54 +87,40 @@ def _when(value: object) -> str:
          "the late rows dropped, and whether a row at --at TIME would be dropped",
          args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("at", "TIME"), valued("last", "N")))
 def late(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    from ...client.errors import QueryNotFound
-    from ...client.monitoring.lateness import late_marks, late_rows, parse_time, verdict, watermark_specs
-    from ...client.monitoring.progress import batches_run
+    from ...client.monitoring.lateness import parse_time
     from ..output.charts import watermark_chart_lines
     from ..output.render import terminal_width, watermark
 
-    session = ctx.session
-    try:
-        query = session.query(args[0])
-        name, history = query.name, batches_run(session.monitor.history(query.id) or query.history)
-    except QueryNotFound:  # stopped or lost in another session: what the catalog and its checkpoint say
-        name, history = args[0], []
-    specs = watermark_specs(session.sinks.query_plan(name))
-    if not specs:
-        raise UsageError(f"{name} has no watermark, so no row is ever late for it",
-                         "Add withWatermark(\"eventTime\", \"10 minutes\") before its aggregation or join")
-    current = None if any(p.watermark and not p.watermark.startswith("1970") for p in history) else (
-        _checkpoint_watermark(session, name))
+    found = ctx.session.late(args[0])
     last = int_option(opts.text("last"), "batches", minimum=1) if "last" in opts else 20
-    dropped = late_rows(history)
-    times = " and ".join(f"{spec.column} (delay {spec.delay})" for spec in specs)
-    said = [f"{name}: event time {times}. Spark judges a batch's rows by the watermark of the batch before it: a row "
-            "whose event time (its window's end, for a window) is at or before it is late, and dropped."]
+    dropped = sorted(found.dropped.items())
+    times = " and ".join(f"{spec.column} (delay {spec.delay})" for spec in found.watermarks)
+    said = [f"{found.name}: event time {times}. Spark judges a batch's rows by the watermark of the batch before it: "
+            "a row whose event time (its window's end, for a window) is at or before it is late, and dropped."]
     said.append("Late rows dropped: " + (", ".join(f"{rows} in batch {batch}" for batch, rows in dropped)
                                           if dropped else "none so far") + ".")
-    if current is not None and not history:
-        said.append(f"Its checkpoint's watermark: {_when(current)} (no batch since it started).")
+    if found.checkpoint_watermark is not None and not found.batches:
+        said.append(f"Its checkpoint's watermark: {_when(found.checkpoint_watermark)} (no batch since it started).")
     results: list[Table | Message | Block] = [Message(" ".join(said), {
-        "columns": [spec.column for spec in specs], "delays": [spec.delay for spec in specs],
+        "columns": [spec.column for spec in found.watermarks], "delays": [spec.delay for spec in found.watermarks],
         "dropped": dict(dropped)})]
-    judged = list(zip(history, late_marks(history), strict=True))[-last:]
-    rows = [[p.batch_id, p.timestamp[11:19], _when(mark), watermark(p.watermark), p.input_rows,
-             p.dropped_by_watermark or ""] for p, (_, mark) in judged]
+    rows = [[b.batch_id, b.timestamp[11:19], _when(b.late_at_or_before), watermark(b.watermark), b.input_rows,
+             b.dropped or ""] for b in found.batches[-last:]]
     if rows:
         results.append(Table(["batch", "time", "late at or before", "watermark after", "input rows", "dropped late"],
                              rows, footer="(each batch's rows are judged by the watermark of the batch before; "
                                           "its own watermark evicts old state)"))
-    chart = watermark_chart_lines(history[-last:], min(terminal_width(), 120) - 1)
+    chart = watermark_chart_lines(found.history[-last:], min(terminal_width(), 120) - 1)
     if chart:
         results.append(Block("\n".join(chart)))
     if opts.text("at"):
         at = parse_time(str(opts.text("at")))
-        found = verdict(history, at, current)
-        now = ("would be dropped now" if found.dropped_now else "would be kept now") + (
-            f" (watermark {_when(found.watermark)})" if found.watermark else " (no watermark yet)")
-        since = (f"; dropped from batch {found.first_dropping_batch} on" if found.first_dropping_batch is not None
+        judged = found.verdict(at)
+        now = ("would be dropped now" if judged.dropped_now else "would be kept now") + (
+            f" (watermark {_when(judged.watermark)})" if judged.watermark else " (no watermark yet)")
+        since = (f"; dropped from batch {judged.first_dropping_batch} on" if judged.first_dropping_batch is not None
                  else "")
-        kept = f", kept up to batch {found.last_keeping_batch}" if found.last_keeping_batch is not None else ""
+        kept = f", kept up to batch {judged.last_keeping_batch}" if judged.last_keeping_batch is not None else ""
         results.append(Message(f"A row at {_when(at)} {now}{since}{kept}.",
-                               {"dropped_now": found.dropped_now, "from_batch": found.first_dropping_batch}))
+                               {"dropped_now": judged.dropped_now, "from_batch": judged.first_dropping_batch}))
     return results

@@ -4,11 +4,24 @@ says what to use instead."""
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def callers_level() -> int:
+    """The `stacklevel` of warnings.warn, called where this is, that names the first line outside sparkscope: the
+    user's call, however many of sparkscope's own wrappers lie between."""
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None  # the function that warns: level 1
+    level = 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("sparkscope."):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def renamed_arguments(**renamed: str) -> Callable[[F], F]:
@@ -23,7 +36,7 @@ def renamed_arguments(**renamed: str) -> Callable[[F], F]:
                         raise TypeError(f"{function.__name__}() got both {old!r} and {new!r}; {old!r} is "
                                         f"the old name of {new!r}")
                     warnings.warn(f"{function.__name__}({old}=…) is deprecated: use {new}=…", DeprecationWarning,
-                                  stacklevel=2)
+                                  stacklevel=callers_level())
                     kwargs[new] = kwargs.pop(old)
             return function(*args, **kwargs)
 

@@ -19,7 +19,7 @@ from ._pyspark import (default_retry_policy, fill_confs_the_server_lacks, hold_p
                        make_active, pass_on_active, release_process_settings, session_builder, session_id, user_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
-from .deprecation import renamed_arguments
+from .deprecation import callers_level, renamed_arguments
 from .logs import log, swallowed
 from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
                      SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_changed, session_closed,
@@ -208,7 +208,7 @@ class Session:
             raise AttributeError(f"'Session' object has no attribute {name!r}: sparkscope's own code uses ss.{moved}")
         import warnings
 
-        warnings.warn(f"ss.{name} is deprecated: use ss.{moved}", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"ss.{name} is deprecated: use ss.{moved}", DeprecationWarning, stacklevel=callers_level())
         found: Any = self
         for part in moved.rstrip("()").split("."):
             found = getattr(found, part)

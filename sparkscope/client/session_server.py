@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import call
+from .errors import SparkscopeError, call
 from .logs import swallowed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ class ServerHere(Protocol):
 
     def busy_tasks(self, port: int, window: float) -> list[float] | None: ...
 
-    def out_of_memory_exit(self) -> Any: ...
+    def out_of_memory_exit(self) -> SparkscopeError | None: ...
 
 
 class SessionServer:

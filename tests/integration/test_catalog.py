@@ -120,7 +120,7 @@ def test_another_process_restarts_what_this_one_started(ss, remote_url):
     assert record.state == "stopped"
     ss.reset_terminated()  # this session forgets it; the catalog does not
     assert "cat_shared" not in {info.name for info in ss.queries()}
-    shared = next(info for info in ss.queries(all=True) if info.name == "cat_shared")
+    shared = next(info for info in ss.queries(catalogued=True) if info.name == "cat_shared")
     assert (shared.state, shared.checkpoint) == ("stopped", record.checkpoint)
 
 

@@ -9,8 +9,9 @@ import pytest
 
 
 def test_an_old_name_still_answers_and_warns_where_it_went(ss):
-    with pytest.warns(DeprecationWarning, match=r"^ss\.server_version is deprecated: use ss\.server\.version$"):
+    with pytest.warns(DeprecationWarning, match=r"^ss\.server_version is deprecated: use ss\.server\.version$") as said:
         old = ss.server_version
+    assert said[0].filename == __file__
     assert old == ss.server.version and old.startswith("4.")
     with pytest.warns(DeprecationWarning, match=r"^ss\.spark_ui is deprecated: use ss\.server\.ui$"):
         assert ss.spark_ui() == ss.server.ui()
@@ -21,8 +22,9 @@ def test_an_old_name_still_answers_and_warns_where_it_went(ss):
 
 
 def test_an_old_keyword_still_works_and_warns(ss):
-    with pytest.warns(DeprecationWarning, match=r"^queries\(all=…\) is deprecated: use catalogued=…$"):
+    with pytest.warns(DeprecationWarning, match=r"^queries\(all=…\) is deprecated: use catalogued=…$") as said:
         old = [info.name for info in ss.queries(all=True)]
+    assert said[0].filename == __file__  # the warning names the caller's line, not sparkscope's
     assert old == [info.name for info in ss.queries(catalogued=True)]
     with pytest.raises(TypeError, match="got both 'all' and 'catalogued'"):
         ss.queries(all=True, catalogued=True)

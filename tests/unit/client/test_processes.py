@@ -15,8 +15,9 @@ import pytest
 
 from sparkscope.client import processes
 from sparkscope.server import signals
+from tests.helpers import wait_for
 
-SLEEPER = "import sys, time; print('ready', flush=True); time.sleep(600)"
+SLEEPER = "import sys, threading; print('ready', flush=True); threading.Event().wait(600)"  # waits to be ended
 
 
 @pytest.fixture
@@ -49,10 +50,8 @@ def test_a_reused_pid_or_a_decoy_is_not_ours(child):
 def test_a_killed_child_not_yet_reaped_is_not_alive_and_reaped_is_gone(child):
     process, _ = child
     os.kill(process.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while processes.alive(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)  # polling the kernel's record of its end, with a deadline
-    assert not processes.alive(process.pid)  # a zombie until reaped
+    wait_for(lambda: not processes.alive(process.pid), timeout=30, every=0.05,
+             what="the killed child seen as gone (a zombie until reaped)")
     assert signals.child_exited(process.pid)
     assert not processes.is_ours(process.pid, time.time(), [])
 

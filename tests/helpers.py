@@ -6,6 +6,45 @@ import sys
 from pathlib import Path
 
 
+def in_ci() -> bool:
+    """Whether this run is CI's (CI=true): a prerequisite missing there fails the test instead of skipping it."""
+    import os
+
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def needs(missing: str | None):
+    """A test that needs something of the machine (a JDK, nginx, Chromium, root): where `missing` says what is not
+    here, it skips in one line, and under CI=true it fails with that line instead (a test that skips in CI did not
+    run; .ci/run installs what CI needs)."""
+    import functools
+
+    import pytest
+
+    def decorate(test):
+        if missing is None:
+            return test
+        if not in_ci():
+            return pytest.mark.skip(reason=missing)(test)
+
+        @functools.wraps(test)
+        def fails(*args, **kwargs):
+            pytest.fail(f"CI=true, and this test cannot run: {missing} (.ci/run installs what CI needs)")
+
+        return fails
+
+    return decorate
+
+
+def skip_or_fail(missing: str) -> None:
+    """Inside a test: skip in one line because `missing` is not here, or fail with it under CI=true (see needs)."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(f"CI=true, and this test cannot run: {missing} (.ci/run installs what CI needs)")
+    pytest.skip(missing)
+
+
 def sparkscope_bin() -> str:
     return str(Path(sys.executable).parent / "sparkscope")
 

@@ -7,11 +7,11 @@ import shutil
 import subprocess
 import sys
 
-import pytest
+from tests.helpers import needs
 
 NOBODY = 65534
-needs_root = pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"),
-                                reason="needs root and setpriv to act as another user")
+needs_root = needs("needs root and setpriv to act as another user" if os.getuid() != 0 or not shutil.which("setpriv")
+                   else None)
 _GET = """
 import concurrent.futures, json, sys, urllib.error, urllib.request
 

@@ -83,7 +83,8 @@ def _server_parser(sub: Any) -> None:
                             description="Manage the embedded local Spark Connect server (a JVM started from "
                                         "the pip-installed pyspark). Its pid, port and log live in "
                                         "$XDG_STATE_HOME/sparkscope/.")
-    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,check,logs,token}", required=True)
+    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,check,kept,users,logs,token}",
+                                    required=True)
     # `server status --format json` as well as `--format json server status`
     formats = _Parser(add_help=False)
     formats.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS,
@@ -131,6 +132,7 @@ def _server_parser(sub: Any) -> None:
     check.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
                        help="the server to check (default: SPARK_REMOTE, the profile, or the embedded server)")
     _kept_parser(actions, formats)
+    _users_parser(actions, formats)
     actions.add_parser("check-java", help="check that Java 17 or newer is installed (one line either way)")
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -139,17 +141,37 @@ def _server_parser(sub: Any) -> None:
 
 def _kept_parser(actions: Any, formats: argparse.ArgumentParser) -> None:
     kept = actions.add_parser("kept", parents=[formats],
-                              help="what sparkscope keeps on a server (the embedded one, or --remote URL): the rows "
-                                   "of bounded queries and the memory sources, with owner, state, rows and size",
-                              description="List what sparkscope keeps in a Spark Connect server's memory: each "
-                                          "ring (the newest rows of a query of the default sink) and feed (a memory "
-                                          "source's batches), every user's, with its owner, query, state, rows, "
-                                          "size and when it ends. Each is freed by itself a grace period after "
-                                          "nothing uses it (spark.sparkscope.grace on the server, 15 minutes by "
-                                          "default); --free frees yours now.")
+                              help="what sparkscope keeps for you on a server (the embedded one, or --remote URL): "
+                                   "the rows of your bounded queries and memory sources, with state, rows and size",
+                              description="List what sparkscope keeps for your user in a Spark Connect server's "
+                                          "memory: each ring (the newest rows of a query of the default sink) and "
+                                          "feed (a memory source's batches), with its query, state, rows, size and "
+                                          "when it ends; with the server's own token, each other user's totals too "
+                                          "(never their names or sessions). Each is freed by itself a grace period "
+                                          "after nothing uses it (spark.sparkscope.grace on the server, 15 minutes "
+                                          "by default); --free frees yours now.")
     kept.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
                       help="the server to ask (default: SPARK_REMOTE, the profile, or the embedded server)")
     kept.add_argument("--free", action="store_true", help="free now what your user keeps there that nothing uses")
+    kept.add_argument("--every-user", action="store_true",
+                      help="with --free and the server's own token: free what every user keeps that nothing uses")
+
+
+def _users_parser(actions: Any, formats: argparse.ArgumentParser) -> None:
+    users = actions.add_parser("users", parents=[formats], help="the users of the embedded server: a token each",
+                               description="Give each user of the embedded server a token of their own. The server "
+                                           "binds each token to its user's id: a token acts only as its user, so "
+                                           "no user reaches another's sessions, queries or kept rows. The server "
+                                           "keeps only each token's hash (the users file of its state dir, mode "
+                                           "0600), and reads it again when it changes: no restart. The server's "
+                                           "own token (sparkscope server token) stays its owner's.")
+    which = users.add_subparsers(dest="users_action", metavar="{add,list,remove}", required=True)
+    add = which.add_parser("add", parents=[formats], help="give NAME a token, shown once")
+    add.add_argument("name", metavar="NAME")
+    which.add_parser("list", parents=[formats], help="the users, never their tokens")
+    remove = which.add_parser("remove", parents=[formats],
+                              help="take NAME away: their token stops working and their sessions end")
+    remove.add_argument("name", metavar="NAME")
 
 
 # options of ours that take a value: a value is never the script

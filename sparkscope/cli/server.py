@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from ..client.errors import ConfigError, ServerError, SparkscopeError
@@ -24,7 +25,7 @@ def server_main(args: argparse.Namespace) -> int:
     server = LocalServer()
     if args.action in ("check", "kept"):
         return _check(args) if args.action == "check" else _kept(args)
-    actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs}
+    actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs, "users": _users}
     return actions[args.action](args, server)
 
 
@@ -167,10 +168,47 @@ def _kept(args: argparse.Namespace) -> int:
     except ConnectionFailed as exc:
         return _fail(args, exc, 2)
     try:
-        table = kept_table(session.free_kept(), freed=True) if args.free else kept_table(session.kept())
+        if args.free:
+            table = kept_table(session.free_kept(every_user=args.every_user), freed=True)
+        else:
+            table = kept_table(session.kept(), others=session.kept_by_others())
     finally:
         session.close()
     return _emit(args, table)
+
+
+def _users(args: argparse.Namespace, server: LocalServer) -> int:
+    """`server users add NAME | list | remove NAME`: the users file of this state dir's server (server/users.py)."""
+    from ..repl.output.render import age
+    from ..repl.output.results import Table
+
+    users = server.users
+    info = server.running()
+    if info is not None and not info.auth:
+        return _fail(args, ConfigError("The local server runs without a token (started with --no-token), so it "
+                                       "checks no user's token", "Stop it and start it with a token: sparkscope "
+                                       "server stop; sparkscope server start"), 1)
+    if args.users_action == "add":
+        token = users.add(args.name)
+        running = ("" if info is not None else " It works once the server runs (sparkscope server start).")
+        return _emit(args, Block(f"{token}\nThe token of user {args.name}, shown this once: give it to them. They "
+                                 f"connect with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN, and act as "
+                                 f"{args.name} only.{running}",
+                                 data={"user": args.name, "token": token}))
+    if args.users_action == "remove":
+        if not users.remove(args.name):
+            return _fail(args, ConfigError(f"'{args.name}' is not a user of this server",
+                                           "sparkscope server users list shows them"), 1)
+        return _emit(args, Message(f"Removed user {args.name}: their token no longer works"
+                                   + (", and the server ended their sessions." if info is not None else "."),
+                                   {"removed": args.name}))
+    listed = users.list()
+    return _emit(args, Table(["user", "added"], [[user.name, f"{age(time.time() - user.added)} ago"]
+                                                 for user in listed],
+                             footer=f"{len(listed)} user{'s' * (len(listed) != 1)}, each with a token of their own "
+                                    "(only its hash is kept). The server's own token is its owner's: sparkscope "
+                                    "server token" if listed else "No users yet: sparkscope server users add NAME "
+                                    "gives one a token"))
 
 
 def _token(args: argparse.Namespace, server: LocalServer) -> int:

@@ -562,15 +562,25 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
     return None
 
 
-# The errors of sparkscope's jar (sparkscope/jars/src/sparkscope/v2/): its code, then its sentence. The JVM gives them
-# no condition of Spark's, so their code is read from the text.
-_JAR_ERROR = re.compile(r"SPARKSCOPE_(NOT_OWNER|RING_GONE|FEED_GONE|UNKNOWN_CALL): ([^\n]*)")
+# The errors of sparkscope's jar (sparkscope/jars/src/sparkscope/v3/): its code, then its sentence. The JVM gives them
+# no condition of Spark's, so their code is read from the text. Its interceptor's refusals (a token and a user id that
+# do not go together) reach the client as a gRPC status's details, with the same shape.
+_JAR_ERROR = re.compile(r"SPARKSCOPE_(NOT_OWNER|RING_GONE|FEED_GONE|UNKNOWN_CALL|LIMIT|NAME_TAKEN|NOT_YOUR_USER|"
+                        r"NO_TOKEN|UNKNOWN_TOKEN): ([^\n\"]*)")
 _JAR_HINTS = {
     "NOT_OWNER": (NotOwner, "not_owner", "Ask that user, or start a query of your own"),
     "RING_GONE": (SparkscopeError, "ring_gone", "Start the query again to keep new rows"),
     "FEED_GONE": (SparkscopeError, "feed_gone", "Make a new one with ss.source.memory(schema)"),
     "UNKNOWN_CALL": (UnsupportedOperation, "jar_protocol", "Use a sparkscope of the same version as the jar on the "
                      "server's class path"),
+    "LIMIT": (ConfigError, "server_limit", "Ask for less, or ask the server's owner to raise that setting"),
+    "NAME_TAKEN": (ConfigError, "name_taken", "Pick another name"),
+    "NOT_YOUR_USER": (AuthenticationFailed, "not_your_user", "A user's token acts as that user only: leave user_id "
+                      "out and sparkscope connects as the token's user"),
+    "NO_TOKEN": (AuthenticationFailed, "authentication_failed", "Pass your token with ;token=… in the URL or "
+                 "SPARK_CONNECT_AUTHENTICATE_TOKEN"),
+    "UNKNOWN_TOKEN": (AuthenticationFailed, "authentication_failed", "Ask the server's owner for a token: sparkscope "
+                      "server users add NAME"),
 }
 
 

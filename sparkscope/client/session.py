@@ -27,7 +27,7 @@ from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, Q
 from .connection.credentials import channel_credentials
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
-from .queries.server_jar import Kept, ServerJar
+from .queries.server_jar import Kept, KeptTotal, ServerJar
 from .queries.query import Query, QueryInfo
 from .rows import Rows
 from .queries.sink_reading import SinkReader
@@ -111,7 +111,7 @@ class Session:
                                   checkpoint_root=lambda: self.server.checkpoint_root(),
                                   auth=bool(target.token), tls=target.needs_tls,
                                   known=KnownServers(Path(server_home or state_dir()) / "servers.json"),
-                                  bounded_sink=lambda: self._jar.describe())
+                                  bounded_sink=lambda: (self._jar.describe(), self._jar.users(), self._jar.limits()))
         kafka.own_source_problem = lambda: self._facts.get().own_kafka_problem()
         self._server = SessionServer(spark, target, server_version, kafka=kafka, facts=self._facts, here=here,
                                      home=server_home)
@@ -184,7 +184,13 @@ class Session:
 
     @property
     def user(self) -> str | None:
-        """The user name the server sees (SPARK_USER or USER on this machine)."""
+        """The user this session acts as. On a server that checks tokens (every server sparkscope starts), the server
+        says it: a user's token acts as that user, whatever this machine's login name. Elsewhere, the user id this
+        client sends (SPARK_USER or USER on this machine)."""
+        if self._jar.loaded:
+            caller = self._jar.hello.get("caller")
+            if caller:
+                return str(caller[0])
         return user_id(self._spark)
 
     @property
@@ -320,15 +326,21 @@ class Session:
 
     # -- what sparkscope keeps on the server (queries/server_jar.py) ----------------------------
     def kept(self) -> list[Kept]:
-        """What sparkscope keeps on this server, every user's: each ring (a bounded query's rows) and feed (a memory
-        source's batches) with its owner, query, state, rows, bytes and age. Each ends by itself, a grace period
-        after nothing uses it; `free_kept()` frees yours at once."""
+        """What sparkscope keeps on this server for your user: each ring (a bounded query's rows) and feed (a memory
+        source's batches) with its query, state, rows, bytes and age. Each ends by itself, a grace period after
+        nothing uses it; `free_kept()` frees yours at once. Another user's are theirs alone: never listed here."""
         return self._jar.kept()
 
-    def free_kept(self) -> list[Kept]:
+    def kept_by_others(self) -> list[KeptTotal]:
+        """What each other user keeps on this server, in totals (rings, feeds, bytes): for the server's owner (its
+        own token) only; anyone else gets an empty list. No ring's name, no session."""
+        return self._jar.listing()[1]
+
+    def free_kept(self, *, every_user: bool = False) -> list[Kept]:
         """Free now what your user keeps on this server that nothing uses any more (rows of ended queries in their
-        grace period, feeds of closed sessions); what is freed is returned."""
-        return self._jar.free()
+        grace period, feeds of closed sessions); what is freed is returned. `every_user`: every user's that nothing
+        uses, for the server's owner."""
+        return self._jar.free(every_user=every_user)
 
     # -- starting queries (QueryStarter: queries/starting.py) -------------------------------------
     def start(self, df: DataFrame, name: str, sink: str | None = None, *, mode: str | None = None,
@@ -374,8 +386,9 @@ class Session:
             if target.session_id and not session._known_to_server():
                 session.close(stop_queries=True)  # the server made a new, empty session: release it
                 raise ConnectionFailed(
-                    f"The server has no session {target.session_id} (it was closed, timed out, or the server "
-                    "restarted)", "Connect without session_id to open a new session", code="session_unknown",
+                    f"The server has no session {target.session_id} of this user (it was closed, timed out, the "
+                    "server restarted, or it is another user's)", "Connect without session_id to open a new session",
+                    code="session_unknown",
                     data={"session_id": str(target.session_id)})
             if target.session_id:  # rejoined (it has our marker): its running queries are this session's
                 session._book.adopt_active()

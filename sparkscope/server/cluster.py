@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import ui_guard
+from .access import ui_guard
 from ..client.errors import ServerError
 from ..client.logs import swallowed
 from ..client.paths import private_dir, write_private

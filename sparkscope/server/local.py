@@ -38,6 +38,7 @@ from .log_file import ServerLog, startup_stage
 from .command import TOKEN_CONF, spark_submit, submit_environment, ui_settings
 from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
+from .access.users import INTERCEPTOR, INTERCEPTOR_CONF, USERS_CONF, WORKER_TOKEN_ENV, Users
 
 STATE_FILE = "server.json"
 LAST_STATE_FILE = "last-server.json"  # the state of the server that ran last, once it stopped or died
@@ -283,11 +284,27 @@ class LocalServer:
                                     timeout=timeout, on_wait=on_wait)
             master = cluster.master_url
         if token:
-            env[TOKEN_ENV] = token  # the server's alone: the master and workers never see it
+            conf = self._identities(conf, env)
         self._prepare_home(token)
         info = ServerInfo(pid=0, port=chosen, started_at=0.0, log=self.log_path, token=token, cluster=cluster,
                           driver_memory=driver_memory, ui_port=ui_port)
         return self._launch(info, master, conf, env, timeout, on_wait, port_fixed=port is not None)
+
+    def _identities(self, conf: dict[str, str], env: dict[str, str]) -> dict[str, str]:
+        """A server with a token checks every request's token and user (server/users.py, the jar's interceptor)
+        instead of Spark's own single-token check: its own token (written to the users file by _prepare_home) is
+        its owner's, and each user added later has one of their own. Spark's Python workers get a token of their
+        own to call back with, through the server's environment (the master and workers never see it)."""
+        worker_token = secrets.token_urlsafe(32)
+        remember_secret(worker_token)
+        env[WORKER_TOKEN_ENV] = worker_token
+        interceptors = [INTERCEPTOR, *(c for c in conf.get(INTERCEPTOR_CONF, "").split(",") if c.strip())]
+        return {**conf, USERS_CONF: str(self.users.path), INTERCEPTOR_CONF: ",".join(interceptors)}
+
+    @property
+    def users(self) -> Users:
+        """The users of this state dir's server: a token each (`sparkscope server users`)."""
+        return Users(self.home)
 
     def _reuse(self, existing: ServerInfo, port: int | None, workers: int, timeout: float,
                on_wait: Callable[[float, str], None] | None) -> ServerInfo:
@@ -316,6 +333,7 @@ class LocalServer:
         if token:
             remember_secret(token)
             write_private(self.token_path, token)
+            self.users.set_admin(token)
 
     def _launch(self, info: ServerInfo, master: str, conf: dict[str, str], env: dict[str, str], timeout: float,
                 on_wait: Callable[[float, str], None] | None, port_fixed: bool) -> ServerInfo:
@@ -333,7 +351,7 @@ class LocalServer:
                     cmd = spark_submit(port=info.port, master=master, conf=conf, driver_memory=info.driver_memory,
                                        class_cache_option=class_cache_option, checkpoints=self.checkpoint_root,
                                        warehouse=self.warehouse, scratch=self.scratch, crash_reports=self.home)
-                    proc, log_offset = self._spawn(cmd, env, info.token)
+                    proc, log_offset = self._spawn(cmd, env, [info.token or "", env.get(WORKER_TOKEN_ENV, "")])
                 except BaseException:
                     if info.cluster is not None:
                         info.cluster.stop(grace=5)
@@ -369,15 +387,17 @@ class LocalServer:
             class_cache.record_later(after=info.pid)
         return info
 
-    def _spawn(self, cmd: list[str], env: dict[str, str], token: str | None) -> tuple[subprocess.Popen, int]:
-        """Start the server with its output going through log_writer, which hides its token (pyspark's
-        foreachBatch worker prints it); also the log's size before this start, after its marker."""
+    def _spawn(self, cmd: list[str], env: dict[str, str], tokens: list[str]) -> tuple[subprocess.Popen, int]:
+        """Start the server with its output going through log_writer, which hides its tokens (pyspark's
+        foreachBatch worker prints the one it calls back with); also the log's size before this start, after its
+        marker."""
         offset = self.log.start_marker()
         # its own output goes nowhere: inheriting ours would hold open the pipes of whoever ran us
         # (`subprocess.run(["sparkscope", "server", "start"])` would wait for as long as the server runs)
         writer = subprocess.Popen([sys.executable, "-I", log_writer.__file__, str(self.log_path)],
                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env={log_writer.TOKEN_ENV: token or "", SERVER_MARK: mark(self.home)},
+                                  env={log_writer.TOKEN_ENV: "\n".join(filter(None, tokens)),
+                                       SERVER_MARK: mark(self.home)},
                                   start_new_session=True, umask=0o077)
         assert writer.stdin is not None
         self._log_writer = writer

@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 
 from sparkscope.server.ports import free_port
-from tests.helpers import wait_for
+from tests.helpers import needs, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def lab(tmp_path, remote_url):
         log.close()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (CI installs the OS package chromium)")
+@needs("no Chromium here (CI installs the OS package chromium)" if CHROMIUM is None else None)
 def test_jupyterlab_in_chromium_shows_a_stream_updating_in_its_cell_until_the_interrupt(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 

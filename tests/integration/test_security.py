@@ -25,7 +25,7 @@ import sparkscope
 from sparkscope.client.errors import AuthenticationFailed, ConnectionFailed
 from sparkscope.server.ports import free_port
 from sparkscope.server.local import LocalServer
-from tests.helpers import run_sparkscope
+from tests.helpers import run_sparkscope, skip_or_fail
 from tests.netproxy import Proxy
 
 ENV_TOKEN = "secret123-Env+token/with=signs=="
@@ -194,7 +194,7 @@ def test_a_pid_of_another_user_is_never_signalled(tmp_path):
     import shutil
 
     if os.getuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("needs root and setpriv to run a process as another user")
+        skip_or_fail("needs root and setpriv to run a process as another user")
     port = free_port()
     other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
                               "import signal; signal.pause()", "org.apache.spark.sql.connect.service.SparkConnectServer",

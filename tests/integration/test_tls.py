@@ -20,7 +20,7 @@ import sparkscope
 from sparkscope.client.errors import ConnectionFailed
 from sparkscope.client.connection.probe import port_open
 from sparkscope.server.ports import free_port
-from tests.helpers import run_sparkscope, wait_for
+from tests.helpers import needs, run_sparkscope, wait_for
 from tests.netproxy import TlsProxy
 
 pytestmark = pytest.mark.slow
@@ -134,7 +134,7 @@ def test_an_unreadable_ca_file_is_one_line(tls, tmp_path):
     assert not isinstance(err.value, ConnectionFailed)
 
 
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed (apt-get install nginx-light)")
+@needs("nginx is not installed (apt-get install nginx-light)" if shutil.which("nginx") is None else None)
 def test_the_compose_nginx_config_carries_sparkscope_over_tls(server, tmp_path):
     """docker-compose's spark-connect-tls service, without Docker: the same nginx configuration in front
     of the session's server, with paths and ports made local (and `listen … http2` for nginx < 1.25)."""

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.helpers import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 EMPTY_PROC = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
@@ -33,7 +33,7 @@ def _why_no_namespace() -> str | None:
 def test_the_readme_session_and_sdk_block_run_in_a_process_whose_proc_is_empty(server, tmp_path):
     why = _why_no_namespace()
     if why:
-        pytest.skip(f"not run without /proc: {why}")
+        skip_or_fail(f"not run without /proc: {why}")
     env = {**os.environ, "SPARKSCOPE_TEST_REMOTE_URL": f"sc://localhost:{server.port}",
            "SPARK_CONNECT_AUTHENTICATE_TOKEN": server.token or "", "SPARKSCOPE_TEST_SANDBOX": str(tmp_path)}
     ran = subprocess.run([*EMPTY_PROC, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",

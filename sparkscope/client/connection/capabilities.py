@@ -122,6 +122,8 @@ class Capabilities:
     client_pyspark: str = field(default_factory=client_version)
     sink_problem: str | None = None  # why the bounded sink's class does not load there (None: it does)
     sink_found: str = "not asked"  # where it loads from: the server's class path, or this client's jar
+    users: str = "not asked"  # whether a user id there is an identity (checked against a token) or a label
+    limits: str = "not asked"  # what one user may keep there (spark.sparkscope.limit.*), enforced by the server
 
     # -- what cannot run, in one line each (None: it can) ------------------------------------------
     def python_problem(self) -> str | None:
@@ -219,6 +221,11 @@ class Capabilities:
                   "" if self.checkpoint_root else
                   "give each query a checkpoint, or set spark.sql.streaming.checkpointLocation on the server"),
             Check("auth", None, "token" if self.auth else "none", "who may run code as the server's user"),
+            Check("users", None, self.users, "who a user id is: what a user's sessions, queries and kept rows are "
+                  "safe from", "" if self.users.startswith("identities") else "start the server with sparkscope "
+                  "server start, and give each user a token: sparkscope server users add NAME"),
+            Check("limits", None, self.limits, "what one user may keep in the server's memory, whatever a client "
+                  "sends", ""),
             Check("tls", None, "on" if self.tls else "off", "a token sent over the network is encrypted"),
         ]
 
@@ -272,11 +279,14 @@ def server_identity(spark: Any) -> str:
 
 
 def learn(spark: Any, *, url: str, spark_version: str, identity: str, kafka_connector: Callable[[], bool],
-          checkpoint_root: str | None, auth: bool, tls: bool, bounded_sink: Callable[[], str]) -> Capabilities:
-    """`bounded_sink`: loads the bounded sink in this session and says from where (or raises why it cannot)."""
+          checkpoint_root: str | None, auth: bool, tls: bool, bounded_sink: Callable[[], tuple[str, str, str]]
+          ) -> Capabilities:
+    """`bounded_sink`: loads the bounded sink in this session and says from where, whether a user id is an identity
+    there, and its limits (or raises why it cannot load)."""
     started = time.monotonic()
+    users = limits = "not known: sparkscope's jar did not load"
     try:
-        sink_found, sink_problem = bounded_sink(), None
+        (sink_found, users, limits), sink_problem = bounded_sink(), None
     except Exception as exc:
         sink_found, sink_problem = "not loaded", str(getattr(exc, "message", exc))
     python = probe_python(spark)
@@ -288,7 +298,7 @@ def learn(spark: Any, *, url: str, spark_version: str, identity: str, kafka_conn
     return Capabilities(url=url, spark_version=spark_version, identity=identity, python=python,
                         kafka_connector=connector, checkpoint_root=checkpoint_root, auth=auth, tls=tls,
                         probe_seconds=round(time.monotonic() - started, 3), sink_problem=sink_problem,
-                        sink_found=sink_found)
+                        sink_found=sink_found, users=users, limits=limits)
 
 
 class KnownServers:
@@ -326,7 +336,7 @@ class ServerFacts:
 
     def __init__(self, spark: Any, *, url: str, spark_version: str, kafka_connector: Callable[[], bool],
                  checkpoint_root: Callable[[], str | None], auth: bool, tls: bool, known: KnownServers,
-                 bounded_sink: Callable[[], str]):
+                 bounded_sink: Callable[[], tuple[str, str, str]]):
         self._spark = spark
         self._bounded_sink = bounded_sink
         self._url = url

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._pyspark import connect_service
 from .credentials import channel_credentials
-from ..errors import AuthenticationFailed, ConnectionFailed, answered_not_grpc, certificate_untrusted
+from ..errors import AuthenticationFailed, ConnectionFailed, answered_not_grpc, certificate_untrusted, jar_error
 from .remote import Target
 
 
@@ -68,6 +68,9 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     details = (exc.details() if hasattr(exc, "details") else "") or ""
     where = f"{target.host}:{target.port}"
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        said = jar_error(details)  # a server sparkscope started says which token, or which user, it refused
+        if isinstance(said, ConnectionFailed):
+            return said
         hint = ("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
                 if not target.token else "The token does not match the server's spark.connect.authenticate.token")
         return AuthenticationFailed(f"{target.display} refused the connection: authentication failed", hint)

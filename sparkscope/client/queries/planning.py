@@ -18,6 +18,7 @@ _UNITS = {
     "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
     "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
     "h": "hours", "hour": "hours", "hours": "hours",
+    "d": "days", "day": "days", "days": "days",
 }
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
 
@@ -50,7 +51,7 @@ class Trigger:
         if not self.interval:
             return None
         number, unit = self.interval.split()
-        return float(number) * {"milliseconds": 0.001, "seconds": 1, "minutes": 60, "hours": 3600}[unit]
+        return float(number) * {"milliseconds": 0.001, "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}[unit]
 
 
 def interval(text: str) -> str:
@@ -127,13 +128,25 @@ def _short_duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+MAX_GRACE = 7 * 86400  # seconds: the server's own limit by default (spark.sparkscope.limit.grace, Limits.java)
+
+
 def parse_grace(text: str | int | float | None) -> float | None:
-    """'5m', '30s', '0' (freed as soon as its query ends): how long a bounded query's rows outlive it."""
+    """'5m', '30s', '2d', '0' (freed as soon as its query ends): how long a bounded query's rows outlive it, at most
+    MAX_GRACE (a server may allow less: it says so)."""
     if text is None or str(text).strip() == "":
         return None
     if str(text).strip() in ("0", "0s"):
         return 0.0
-    return Trigger("processing", interval(str(text))).seconds
+    try:
+        seconds = Trigger("processing", interval(str(text))).seconds or 0.0
+    except ConfigError:
+        raise ConfigError(f"'{text}' is not a grace period", "Write it like 30s, 15m, 2h or 2d (at most 7 days), or 0 "
+                          "to free the rows as soon as the query ends") from None
+    if seconds > MAX_GRACE:
+        raise ConfigError(f"A grace period of {_short_duration(seconds)} is longer than the longest, 7 days",
+                          "Keep what must outlive its query longer in a file sink (--sink parquet)", code="grace_too_long")
+    return seconds
 
 
 def parse_keep(text: str | int | None, grace: str | int | float | None = None) -> Retention:

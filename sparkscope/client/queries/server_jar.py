@@ -4,15 +4,19 @@ what it keeps there.
 
 - Loading: the embedded server has the jar on its class path; any other server gets it from this client as an
   artifact of the session (`spark.addArtifacts`), the first time the session needs it.
-- Protocol: the jar's classes live in a package named after the protocol they speak (`sparkscope.v2`), so a server
+- Protocol: the jar's classes live in a package named after the protocol they speak (`sparkscope.v3`), so a server
   where another sparkscope's jar is loaded keeps both side by side, each with its own registry. The first call is
   `hello`: the jar says its protocol, and whether it can tell who calls (Spark Connect's user and session) and which
   sessions are open (what ends a ring or a feed with no client).
 - Every call is a read of `sparkscope.v2.Control` whose rows are the answer (one JSON object a row), run as an
   operation of this session: the server knows the caller by it (Control.java).
-- What the jar keeps has an owner (the Spark Connect user and session that made it), a bound, and an end that needs
-  no client: its query's end plus a grace period (`spark.sparkscope.grace` on the server, 15 minutes by default;
-  `grace` per query), or its session's end. `kept()` lists it, `free()` frees the caller's that nothing uses.
+- What the jar keeps has an owner (the Spark Connect user that made it: its names are that user's, and nobody else's
+  session finds them), limits the server enforces (`spark.sparkscope.limit.*`: rows, grace, how many, bytes), and an
+  end that needs no client: its query's end plus a grace period (`spark.sparkscope.grace` on the server, 15 minutes
+  by default; `grace` per query), or its session's end. `kept()` lists the caller's, `free()` frees the caller's
+  that nothing uses. On a server sparkscope started, a user is an identity (each token acts as its own user: the
+  jar's interceptor); the server's owner also sees each other user's totals (`kept_by_others()`), never their
+  sessions.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 from ..errors import UnsupportedOperation, missing_data_source, translate, translated
 
 JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope.jar"
-PROTOCOL = 2
+PROTOCOL = 3
 PACKAGE = f"sparkscope.v{PROTOCOL}"
 CONTROL = f"{PACKAGE}.Control"
 
@@ -52,6 +56,7 @@ class Kept:
     yours: bool
     scratch: str | None = None
     last_batch_received: int | None = None  # a ring's: the rows its writers sent the driver in the last batch
+    trimmed_by: str | None = None  # a ring's: the byte limit (a setting's name) that made it keep fewer rows
 
 
     @property
@@ -68,7 +73,30 @@ class Kept:
                    rows=int(facts.get("rows") or 0), bytes=int(facts.get("bytes") or 0),
                    age=int(facts.get("age_ms") or 0) / 1000, ended=None if ended is None else int(ended) / 1000,
                    grace=int(facts.get("grace_ms") or 0) / 1000, yours=bool(facts.get("yours")),
-                   scratch=facts.get("scratch"), last_batch_received=facts.get("last_batch_received"))
+                   scratch=facts.get("scratch"), last_batch_received=facts.get("last_batch_received"),
+                   trimmed_by=facts.get("trimmed_by"))
+
+
+@dataclass(frozen=True)
+class KeptTotal:
+    """What another user keeps on the server, in totals: what its owner sees of each other user (no name of a ring,
+    no session)."""
+
+    user: str | None
+    rings: int
+    feeds: int
+    bytes: int
+
+
+def _mib(value: object) -> str:
+    return f"{int(str(value or 0)) / 2**20:,.0f} MiB"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
 
 
 class ServerJar:
@@ -98,6 +126,31 @@ class ServerJar:
         if not self._hello.get("sessions"):
             said.append("this server does not list its sessions, so only a query's end ends its rows")
         return "; ".join(said)
+
+    def users(self) -> str:
+        """Whether a user id on this server is an identity or a label, in words (`sparkscope server check`)."""
+        if self.hello.get("identities"):
+            return ("identities: the server checks every request's token, and a user's token acts as that user only "
+                    "(sparkscope server users)")
+        return ("labels: the server checks no user id against a token, so a client may name any user, and reach "
+                "that user's sessions (docs/security.md)")
+
+    def limits(self) -> str:
+        """What one user may keep on this server, in words (`sparkscope server check`)."""
+        limits = self.hello.get("limits") or {}
+        if not limits:
+            return "none known"
+        grace = int(limits.get("spark.sparkscope.limit.grace_ms", 0)) / 1000
+        return (f"{int(limits.get('spark.sparkscope.limit.rows', 0)):,} rows a ring, a grace period of at most "
+                f"{_duration(grace)}, {int(limits.get('spark.sparkscope.limit.holdings', 0))} rings and feeds and "
+                f"{_mib(limits.get('spark.sparkscope.limit.bytes', 0))} a user, "
+                f"{_mib(limits.get('spark.sparkscope.limit.totalBytes', 0))} for every user together "
+                "(spark.sparkscope.limit.* on the server)")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the first call (hello) was made: what it said is known without asking again."""
+        return self._loaded is not None
 
     @property
     def hello(self) -> dict[str, Any]:
@@ -143,13 +196,23 @@ class ServerJar:
         rows = self._spark.read.format(CONTROL).option("call", call).options(**given).load().collect()
         return [json.loads(row[0]) for row in rows]
 
-    def kept(self) -> list[Kept]:
-        """Everything sparkscope keeps on this server, every user's (each says whether it is yours)."""
-        return [Kept.of(facts) for facts in self.call("list")]
+    def listing(self) -> tuple[list[Kept], list[KeptTotal]]:
+        """What sparkscope keeps on this server for the caller's user; and, for the server's owner, each other
+        user's totals (an empty list for anyone else)."""
+        rows = self.call("list")
+        totals = [KeptTotal(user=facts.get("user"), rings=int(facts.get("rings") or 0),
+                            feeds=int(facts.get("feeds") or 0), bytes=int(facts.get("bytes") or 0))
+                  for facts in rows if facts.get("kind") == "totals"]
+        return [Kept.of(facts) for facts in rows if facts.get("kind") != "totals"], totals
 
-    def free(self) -> list[Kept]:
-        """Free now what this user keeps on the server that nothing uses (ended, in its grace period)."""
-        return [Kept.of(facts) for facts in self.call("free")]
+    def kept(self) -> list[Kept]:
+        """What sparkscope keeps on this server for the caller's user."""
+        return self.listing()[0]
+
+    def free(self, *, every_user: bool = False) -> list[Kept]:
+        """Free now what this user keeps on the server that nothing uses (ended, in its grace period); `every_user`:
+        what every user keeps that nothing uses (the server's owner only: anyone else frees their own)."""
+        return [Kept.of(facts) for facts in self.call("free", all=every_user or None)]
 
     def forget(self, name: str) -> bool:
         """Drop one ring or feed of this user now; whether it was there."""

@@ -19,7 +19,7 @@ SESSION_SAMPLE = 0.5  # seconds of the embedded server's CPU :session samples fo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...client.connection.capabilities import Capabilities
-    from ...client.queries.server_jar import Kept
+    from ...client.queries.server_jar import Kept, KeptTotal
     from ...client.session import Session
     from ..context import CommandContext
 
@@ -135,12 +135,13 @@ def server(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     return capability_table(caps, kept=ctx.session.kept() if caps.sink_problem is None else None)
 
 
-@command("kept", "What sparkscope keeps on this server: the rows of bounded queries and the memory sources, each "
-         "with its owner, state, rows and size (--free: free now yours that nothing uses)", options=(flag("free"),))
+@command("kept", "What sparkscope keeps on this server for you: the rows of your bounded queries and your memory "
+         "sources, each with its state, rows and size (--free: free now yours that nothing uses)",
+         options=(flag("free"),))
 def kept(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if opts.flag("free"):
         return kept_table(ctx.session.free_kept(), freed=True)
-    return kept_table(ctx.session.kept())
+    return kept_table(ctx.session.kept(), others=ctx.session.kept_by_others())
 
 
 def _kept_state(item: Kept) -> str:
@@ -163,31 +164,41 @@ def _kept_owner(item: Kept) -> str:
     return "you" if item.yours else (item.user or "(the user with no name)")
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
 def kept_totals(kept: list[Kept]) -> str:
-    """One line of what sparkscope keeps on a server in all ('sparkscope server check', :kept's footer)."""
+    """One line of what sparkscope keeps on a server for you ('sparkscope server check', :kept's footer)."""
     if not kept:
         return "nothing"
     rings = sum(1 for item in kept if item.kind == "ring")
-    feeds = len(kept) - rings
-    yours = sum(1 for item in kept if item.yours)
-    parts = [f"{rings} ring{'s' * (rings != 1)}"] if rings else []
-    parts += [f"{feeds} feed{'s' * (feeds != 1)}"] if feeds else []
+    parts = [_plural(rings, "ring")] if rings else []
+    parts += [_plural(len(kept) - rings, "feed")] if len(kept) > rings else []
     ended = sum(1 for item in kept if item.state == "ended")
-    return (f"{' and '.join(parts)} ({yours} yours): {sum(item.rows for item in kept):,} rows, "
-            f"{size(sum(item.bytes for item in kept))}" + (f"; {ended} ended, freed after their grace period"
-                                                          if ended else ""))
+    trimmed = sorted({item.trimmed_by for item in kept if item.trimmed_by})
+    return (f"{' and '.join(parts)}: {sum(item.rows for item in kept):,} rows, {size(sum(item.bytes for item in kept))}"
+            + (f"; {ended} ended, freed after their grace period" if ended else "")
+            + (f"; kept fewer rows than asked, at the server's {', '.join(trimmed)}" if trimmed else ""))
 
 
-def kept_table(kept: list[Kept], *, freed: bool = False) -> Table:
-    """`:kept` and `sparkscope server kept`: each ring and feed on the server, or those just freed."""
+def kept_table(kept: list[Kept], *, freed: bool = False, others: list[KeptTotal] | None = None) -> Table:
+    """`:kept` and `sparkscope server kept`: each ring and feed you keep on the server, or those just freed; for
+    the server's owner, each other user's totals after them (no names, no sessions)."""
     rows = [[item.kind, item.query or "-", _kept_owner(item), short_id(item.session),
              _kept_state(item), f"{item.rows:,}", size(item.bytes), age(item.age), _kept_end(item)] for item in kept]
+    rows += [["totals", "-", other.user or "(the user with no name)", "-",
+              f"{_plural(other.rings, 'ring')}, {_plural(other.feeds, 'feed')}", "-", size(other.bytes), "-", "-"]
+             for other in others or []]
     if freed:
         footer = (f"Freed {len(kept)}: {kept_totals(kept)}" if kept else
                   "Nothing to free: what you keep on this server is still in use (stop its query first)")
     else:
-        footer = (f"In all: {kept_totals(kept)}. Each is freed by itself a grace period after nothing uses it; "
-                  ":kept --free frees yours now" if kept else "sparkscope keeps nothing on this server")
+        footer = (f"Yours: {kept_totals(kept)}. Each is freed by itself a grace period after nothing uses it; "
+                  ":kept --free frees yours now" if kept else "sparkscope keeps nothing of yours on this server")
+        if others:
+            footer += (f". Other users: {_plural(len(others), 'user')} keep "
+                       f"{size(sum(other.bytes for other in others))} (you see their totals as the server's owner)")
     return Table(["kind", "query", "owner", "session", "state", "rows", "size", "age", "ends"], rows, footer=footer,
                  droppable=("session", "age"))
 

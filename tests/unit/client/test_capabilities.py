@@ -32,7 +32,7 @@ def test_a_server_with_everything_is_ok_and_every_feature_runs():
     assert found.ok and found.foreach_batch_problem() is None and found.kafka_problem() is None
     assert [(c.capability, c.ok) for c in found.checks()] == [
         ("spark", True), ("python", True), ("bounded sink", True), ("foreachBatch", True), ("kafka", True),
-        ("checkpoints", True), ("auth", None), ("tls", None)]
+        ("checkpoints", True), ("auth", None), ("users", None), ("limits", None), ("tls", None)]
 
 
 def test_the_official_images_python_lacks_what_foreach_batch_and_our_kafka_import():

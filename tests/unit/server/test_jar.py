@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import needs
+
 ROOT = Path(__file__).resolve().parents[3]
 JAR = ROOT / "sparkscope" / "jars" / "sparkscope.jar"
-needs_jdk = pytest.mark.skipif(not (shutil.which("javac") and shutil.which("jar")), reason="needs a JDK (javac, jar)")
+needs_jdk = needs(None if shutil.which("javac") and shutil.which("jar") else "needs a JDK (javac, jar)")
 
 
 def _disassembly(jar: Path, classes: list[str]) -> dict[str, str]:
@@ -43,8 +45,8 @@ def test_the_committed_jar_is_what_its_source_compiles_to(tmp_path):
     assert changed == [], "the jar is older than its source: run `make jar` and commit the jar"
 
 
-CHECKS = {"sparkscope.v2.sink.KeepNewestCheck": 17, "sparkscope.v2.HoldingsCheck": 23,
-          "sparkscope.v2.feed.FeedsCheck": 7}  # each check's class, and how many lines of "ok" it prints
+CHECKS = {"sparkscope.v3.sink.KeepNewestCheck": 25, "sparkscope.v3.HoldingsCheck": 20,
+          "sparkscope.v3.feed.FeedsCheck": 10, "sparkscope.v3.identity.IdentityCheck": 23}  # each check's class, and how many lines of "ok" it prints
 
 
 @needs_jdk

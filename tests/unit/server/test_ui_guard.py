@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import json
 
-from sparkscope.server import ui_guard
+from sparkscope.server.access import ui_guard
 
 
 def _unb64(text: str) -> bytes:

@@ -1,10 +1,11 @@
 /*
  * What sparkscope keeps on a server, checked in a JVM of its own (tests/unit/server/test_jar.py): who calls, from
- * Spark Connect's job tags; who may use a holding; when a holding is over (its query's thread, its session, its
- * grace period); the sweeper, which frees what is over and ends when nothing is left; the answers' JSON.
+ * Spark Connect's job tags; when a holding is over (its query's thread, its session, its grace period); the sweeper,
+ * which frees what is over, keeps what fails to answer, runs with no session's class loader and stops when nothing
+ * is left; the answers' JSON. (Whose a holding is: identity/IdentityCheck.java.)
  * Prints one line per check, "ok NAME" or "FAIL NAME: why", and exits 1 when one failed.
  */
-package sparkscope.v2;
+package sparkscope.v3;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -100,42 +101,50 @@ public final class HoldingsCheck {
         check("a grace period of 0 frees it at the first sweep that sees it ended", true, feed.over(5, closed));
 
         Fake mine = new Fake(false, "ana");
-        try {
-            Holdings.check(mine, true);
-            check("a caller this JVM cannot tell may not read another user's rows", "refused", "allowed");
-        } catch (SecurityException refused) {
-            check("a caller this JVM cannot tell may not read another user's rows, and is told whose they are",
-                  true, refused.getMessage().startsWith(Holdings.NOT_OWNER + ": it belongs to user 'ana'"));
-        }
-        Holdings.check(mine, false);
-        check("... but may ask for the schema", "ok", "ok");
-        Holdings.check(new Fake(false, null), true);
-        check("what no known user made is anyone's", "ok", "ok");
-        try {
-            Holdings.check(new Fake(false, ""), true);
-            check("Spark Connect's user \"\" is a user like another", "refused", "allowed");
-        } catch (SecurityException refused) {
-            check("Spark Connect's user \"\" is a user like another", "refused", "refused");
-        }
-
         Fake over = new Fake(true, "ana");
-        Holdings.all().put("check-kept", mine);
-        Holdings.all().put("check-over", over);
+        Function<Object[], Object> failing = call -> {
+            if ("sweep".equals(call[0])) {
+                throw new OutOfMemoryError("a sweep that fails");
+            }
+            return "kind".equals(call[0]) ? "ring" : null;
+        };
+        Holdings.all().put(Holdings.key("ana", "check-kept"), mine);
+        Holdings.all().put(Holdings.key("ana", "check-over"), over);
+        Holdings.all().put(Holdings.key("ana", "check-failing"), failing);
         check("a sweep frees what is over and keeps the rest", "1 1 0 true false",
               Holdings.sweep(0, open) + " " + over.freed + " " + mine.freed + " "
-              + Holdings.all().containsKey("check-kept") + " " + Holdings.all().containsKey("check-over"));
+              + Holdings.all().containsKey(Holdings.key("ana", "check-kept")) + " "
+              + Holdings.all().containsKey(Holdings.key("ana", "check-over")));
+        check("a holding whose sweep fails (an error, not an end) is kept", true,
+              Holdings.all().get(Holdings.key("ana", "check-failing")) == failing);
+        Holdings.all().remove(Holdings.key("ana", "check-failing"));
         mine.over = true;
-        Holdings.add("check-later", new Fake(false, "ana"));
-        Thread sweeper = (Thread) System.getProperties().get(Holdings.SWEEPER);
-        check("a new holding starts the sweeper, a daemon thread that inherits no class loader of a session",
-              "true true", (sweeper != null && sweeper.isAlive()) + " " + sweeper.isDaemon());
-        ((Fake) Holdings.all().get("check-later")).over = true;
+
+        // a session's thread, with a class loader of its own, makes the next holding: the sweeper starts from it
+        ClassLoader session = new java.net.URLClassLoader(new java.net.URL[0], HoldingsCheck.class.getClassLoader());
+        Fake later = new Fake(false, "ana");
+        Thread maker = new Thread(() -> Holdings.add(new String[] {"ana", SESSION}, "check-later", "ring",
+                new Limits(10, 1000, 64, 1L << 40, 1L << 40, 0), () -> later));
+        maker.setContextClassLoader(session);
+        maker.start();
+        maker.join();
+        Thread sweeper = null;
+        for (Thread thread : Thread.getAllStackTraces().keySet()) {
+            if (thread.getName().equals("sparkscope-v3-sweeper")) {
+                sweeper = thread;
+            }
+        }
+        check("a new holding starts the sweeper: a daemon thread with the jar's class loader, not the session's",
+              "true true true", (sweeper != null && sweeper.isAlive()) + " " + (sweeper != null && sweeper.isDaemon())
+              + " " + (sweeper != null && sweeper.getContextClassLoader() == Holdings.class.getClassLoader()));
+        later.over = true;
         long deadline = System.currentTimeMillis() + 30_000;
-        while (sweeper.isAlive() && System.currentTimeMillis() < deadline) {
+        while (sweeper != null && sweeper.isAlive() && System.currentTimeMillis() < deadline) {
             sweeper.join(100);
         }
-        check("the sweeper frees what is over, then ends when nothing is left", "0 false null",
-              Holdings.all().size() + " " + sweeper.isAlive() + " " + System.getProperties().get(Holdings.SWEEPER));
+        check("the sweeper frees what is over, then stops when nothing is left", "0 1 1 false",
+              Holdings.all().size() + " " + mine.freed + " " + later.freed + " " + (sweeper != null
+              && sweeper.isAlive()));
 
         Map<String, Object> answer = new LinkedHashMap<>();
         List<Object> list = new ArrayList<>();

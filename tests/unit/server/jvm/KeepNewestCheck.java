@@ -1,11 +1,12 @@
 /*
  * The bounded sink's ring and writers, checked in a JVM of their own (tests/unit/server/test_jar.py compiles and runs
  * it): what a ring keeps across batches, a retried batch, complete mode, time, the newest rows of each partition, a
- * writer task that keeps only its partition's newest rows, the checkpoint a ring makes and removes, and one registry
+ * writer task that keeps only its partition's newest rows (and only its share of the bytes), the bytes a ring's owner
+ * may keep, the checkpoint a ring makes and removes (and does not make when the make is refused), and one registry
  * for every class loader that loads the jar (a session artifact is loaded once per session).
  * Prints one line per check, "ok NAME" or "FAIL NAME: why", and exits 1 when one failed.
  */
-package sparkscope.v2.sink;
+package sparkscope.v3.sink;
 
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -24,7 +25,8 @@ import org.apache.spark.sql.execution.streaming.sources.PackedRowCommitMessage;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
-import sparkscope.v2.Lifetime;
+import sparkscope.v3.Lifetime;
+import sparkscope.v3.Limits;
 
 public final class KeepNewestCheck {
     static final StructType SCHEMA = new StructType().add("id", DataTypes.LongType);
@@ -46,9 +48,18 @@ public final class KeepNewestCheck {
         return rows;
     }
 
+    static final Limits UNBOUNDED = new Limits(1_000_000, 1000, 64, 1L << 40, 1L << 40, 0);
+    static final long ROW_BYTES = 64 + 16;  // what KeepNewest counts for one of these rows
+
     static KeepNewest.Ring ring(int rows, Double seconds, boolean replace, long[] now) {
         return new KeepNewest.Ring("check", "q", SCHEMA, rows, seconds, replace, () -> now[0], null,
-                new Lifetime(null, now[0], 0, false));
+                new Lifetime(null, now[0], 0, false), UNBOUNDED);
+    }
+
+    static int folders(Path in) throws java.io.IOException {
+        try (java.util.stream.Stream<Path> inside = Files.list(in)) {
+            return (int) inside.count();
+        }
     }
 
     /** The ring's rows as "id@batch", newest batch first. */
@@ -115,7 +126,26 @@ public final class KeepNewestCheck {
         check("a batch larger than the ring keeps the newest rows of each partition, in turn",
               "7 8 9 100 101 208 209", longs(KeepNewest.RingWrite.newest(partitions, 7)));
 
-        DataWriter<InternalRow> writer = new NewestRows(3).createWriter(0, 0, 0);
+        KeepNewest.Ring narrow = new KeepNewest.Ring("narrow", "q", SCHEMA, 100, null, false, () -> now[0], null,
+                new Lifetime(new String[] {"ana", "8ba8e485-3677-4945-a9de-3ee7e1b7f173"}, now[0], 0, false),
+                new Limits(1_000_000, 1000, 64, 4 * ROW_BYTES, 1L << 40, 0));
+        narrow.commit(0, ids(0, 3), 3);
+        narrow.commit(1, ids(10, 3), 3);
+        check("a ring keeps the newest rows that fit in the bytes its owner may keep", "10@1 11@1 12@1 2@0",
+              kept(narrow));
+        check("... says which limit cut it, and counts the bytes it keeps",
+              Limits.BYTES + " " + 4 * ROW_BYTES, narrow.apply(new Object[] {"describe", now[0], null}) instanceof Map
+              ? ((Map<?, ?>) narrow.apply(new Object[] {"describe", now[0], null})).get("trimmed_by") + " "
+                + narrow.apply(new Object[] {"bytes"}) : "no description");
+
+        DataWriter<InternalRow> wide = new NewestRows(1000, 2 * ROW_BYTES).createWriter(0, 0, 0);
+        for (long id = 0; id < 100; id++) {
+            wide.write(id(id));
+        }
+        check("a writer task keeps no more than its share of the bytes", "98 99",
+              longs(Arrays.asList(((PackedRowCommitMessage) wide.commit()).rows())));
+
+        DataWriter<InternalRow> writer = new NewestRows(3, Long.MAX_VALUE).createWriter(0, 0, 0);
         UnsafeRow reused = id(0);
         for (long id = 0; id < 1000; id++) {  // as Spark's writers do: one row object, its contents changed
             reused.setLong(0, id);
@@ -123,7 +153,7 @@ public final class KeepNewestCheck {
         }
         check("a writer task keeps its partition's newest rows, no more than the ring keeps", "997 998 999",
               longs(Arrays.asList(((PackedRowCommitMessage) writer.commit()).rows())));
-        DataWriter<InternalRow> none = new NewestRows(0).createWriter(0, 0, 0);
+        DataWriter<InternalRow> none = new NewestRows(0, Long.MAX_VALUE).createWriter(0, 0, 0);
         none.write(id(1));
         check("a ring of no rows has its writers send nothing", "0",
               String.valueOf(((PackedRowCommitMessage) none.commit()).rows().length));
@@ -132,31 +162,57 @@ public final class KeepNewestCheck {
         Path outside = Files.createTempDirectory("keep-newest-check-");
         Files.writeString(outside.resolve("kept"), "not the ring's");
         KeepNewest.Ring scratched = new KeepNewest.Ring("check", "q", SCHEMA, 5, null, false, () -> now[0],
-                KeepNewest.Scratch.make("check"), new Lifetime(null, now[0], 0, false));
+                KeepNewest.Scratch.make("check"), new Lifetime(null, now[0], 0, false), UNBOUNDED);
         Path folder = Paths.get((String) scratched.apply(new Object[] {"scratch"}));
         Files.createDirectories(folder.resolve("offsets"));
         Files.writeString(folder.resolve("offsets").resolve("0"), "v1");
         Files.createSymbolicLink(folder.resolve("link"), outside);
+        Path temporary = Paths.get(System.getProperty("java.io.tmpdir")).toRealPath();
         check("the scratch checkpoint is a folder of the temporary folder", "true",
-              String.valueOf(Files.isDirectory(folder)
-                             && folder.startsWith(Paths.get(System.getProperty("java.io.tmpdir")).toRealPath())));
+              String.valueOf(Files.isDirectory(folder) && folder.toRealPath().startsWith(temporary)));
         scratched.apply(new Object[] {"free"});
         check("a freed ring's checkpoint is gone", "false", String.valueOf(Files.exists(folder)));
         check("a link inside it is removed, never followed", "true", String.valueOf(Files.exists(outside.resolve("kept"))));
         Files.delete(outside.resolve("kept"));
         Files.delete(outside);
 
+        // A make past a limit makes nothing; a second make of a name keeps the first (and its one folder)
+        int before = folders(temporary);
+        try {
+            KeepNewest.make("huge", "q", SCHEMA, 2_000_000_000L, null, false, -1, true);
+            check("a ring of 2,000,000,000 rows is refused", "refused", "made");
+        } catch (IllegalArgumentException refused) {
+            check("a ring of 2,000,000,000 rows is refused, naming the setting", "true", String.valueOf(
+                    refused.getMessage().startsWith(Limits.CODE + ": a ring keeps at most 1,000,000 rows")
+                    && refused.getMessage().endsWith("(" + Limits.ROWS + " on the server raises it)")));
+        }
+        check("... and leaves no folder behind", String.valueOf(before), String.valueOf(folders(temporary)));
+        try {
+            KeepNewest.make("forever", "q", SCHEMA, 10, null, false, 10_000_000_000_000L, true);
+            check("a grace of 10^13 ms is refused", "refused", "made");
+        } catch (IllegalArgumentException refused) {
+            check("a grace of 10^13 ms is refused, naming the setting", "true", String.valueOf(
+                    refused.getMessage().contains("a grace period is at most 7 days on this server")
+                    && refused.getMessage().endsWith("(" + Limits.GRACE + " on the server raises it)")));
+        }
+        String twice = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true);
+        String again = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true);
+        check("a name made twice keeps the first ring and its one checkpoint folder", "true " + (before + 1),
+              twice.equals(again) + " " + folders(temporary));
+        sparkscope.v3.Holdings.forget(sparkscope.v3.Holdings.key(null, "twice"));
+        check("forgetting it removes its folder", String.valueOf(before), String.valueOf(folders(temporary)));
+
         // Two class loaders (two sessions that each got the jar as an artifact) share the registry
         URL jar = KeepNewest.class.getProtectionDomain().getCodeSource().getLocation();
         ClassLoader parent = KeepNewest.class.getClassLoader();
         try (URLClassLoader one = new OwnCopy(jar, parent); URLClassLoader two = new OwnCopy(jar, parent)) {
-            Class<?> first = one.loadClass("sparkscope.v2.Holdings");
-            Class<?> second = two.loadClass("sparkscope.v2.Holdings");
+            Class<?> first = one.loadClass("sparkscope.v3.Holdings");
+            Class<?> second = two.loadClass("sparkscope.v3.Holdings");
             check("each loader has a class of its own", "true", String.valueOf(first != second));
             Map<?, ?> made = (Map<?, ?>) first.getMethod("all").invoke(null);
             Map<?, ?> seen = (Map<?, ?>) second.getMethod("all").invoke(null);
             check("one registry for every loader", "true",
-                  String.valueOf(seen == made && made == sparkscope.v2.Holdings.all()));
+                  String.valueOf(seen == made && made == sparkscope.v3.Holdings.all()));
         }
         System.exit(failed == 0 ? 0 : 1);
     }

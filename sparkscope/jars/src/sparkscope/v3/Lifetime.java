@@ -6,7 +6,7 @@
  * that made it is open on the server. A feed is also in use while that session is open: a test may start a query
  * on it later. Once not in use for its grace period, it is over, and the sweeper frees it.
  */
-package sparkscope.v2;
+package sparkscope.v3;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -34,6 +34,11 @@ public final class Lifetime {
         this.created = created;
         this.graceMs = graceMs;
         this.whileSessionOpen = whileSessionOpen;
+    }
+
+    /** The user that made it, or null when that was not known. */
+    public String user() {
+        return user;
     }
 
     /** {user, session} of its maker, or null when that was not known. */

@@ -1,22 +1,29 @@
 /*
  * The client's calls into this jar: a read of this format whose rows are the answer, one JSON object a row.
  *
- *   spark.read.format("sparkscope.v2.Control").option("call", CALL).options(…).load().collect()
+ *   spark.read.format("sparkscope.v3.Control").option("call", CALL).options(…).load().collect()
  *
  *   hello       protocol=N (the client's)         {"protocol", "caller": [user, session] or null, "sessions": whether
- *                                                   this server lists its sessions, "grace_ms": the server's}
+ *                                                   this server lists its sessions, "grace_ms": the server's,
+ *                                                   "identities": whether a user id here is an identity (the server
+ *                                                   checks it against a token), "admin": whether the caller is the
+ *                                                   server's owner, "limits": Limits.describe()}
  *   make_ring   name, query, schema (JSON), rows, seconds, replace, grace_ms (-1: the server's), scratch_checkpoint
  *                                                 {"scratch": the checkpoint folder the ring made, or null}
  *   make_feed   name, schema (JSON), grace_ms      {}
- *   forget      name                              {"forgotten": true or false}; refused to another user
- *   list                                          one row per holding of this server (every user's, each with
- *                                                   "yours"), then none
- *   free                                          the caller's holdings that nothing uses, freed now: one row each
+ *   forget      name [, user: the server's owner   {"forgotten": true or false}
+ *                only, another user's]
+ *   list                                          one row per holding of the caller's user; the server's owner also
+ *                                                   gets one row of totals per other user ("kind": "totals"), with
+ *                                                   no name and no session
+ *   free        [all=true: the server's owner     the caller's holdings that nothing uses, freed now: one row each
+ *                only, every user's]
  *
- * The call runs once, when the read is planned for execution: Spark Connect runs it as an operation of the caller's
- * session, which names the caller (Holdings.caller). An analysis of the read (its schema) runs nothing.
+ * No answer carries another user's session id. The call runs once, when the read is planned for execution: Spark
+ * Connect runs it as an operation of the caller's session, which names the caller (Holdings.caller). An analysis of
+ * the read (its schema) runs nothing. Every limit a call could pass is the server's (Limits.java).
  */
-package sparkscope.v2;
+package sparkscope.v3;
 
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -24,6 +31,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 import org.apache.spark.sql.RowFactory;
@@ -42,8 +50,9 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import scala.Function1;
-import sparkscope.v2.feed.Feeds;
-import sparkscope.v2.sink.KeepNewest;
+import sparkscope.v3.feed.Feeds;
+import sparkscope.v3.identity.Identity;
+import sparkscope.v3.sink.KeepNewest;
 
 public final class Control implements TableProvider {
     static final StructType ANSWER = new StructType().add("answer", DataTypes.StringType, false);
@@ -105,68 +114,132 @@ public final class Control implements TableProvider {
         String call = options.getOrDefault("call", "");
         List<Map<String, Object>> answer = new ArrayList<>();
         Map<String, Object> one = new LinkedHashMap<>();
+        String[] caller = Holdings.caller();
+        String user = caller == null ? null : caller[0];
         switch (call) {
             case "hello":
-                String[] caller = Holdings.caller();
+                Limits limits = Limits.server();
                 one.put("protocol", Holdings.PROTOCOL);
                 one.put("caller", caller == null ? null : List.of(caller[0], caller[1]));
                 one.put("sessions", Holdings.openSessions() != null);
-                one.put("grace_ms", Holdings.graceMs(-1));
+                one.put("grace_ms", limits.graceMs(-1));
+                one.put("identities", Identity.active());
+                one.put("admin", Identity.isAdmin(user));
+                one.put("limits", limits.describe());
                 answer.add(one);
                 return answer;
             case "make_ring":
                 one.put("scratch", KeepNewest.make(required(options, "name"), options.getOrDefault("query", ""),
-                        (StructType) DataType.fromJson(required(options, "schema")),
-                        Integer.parseInt(options.getOrDefault("rows", "10000")),
+                        (StructType) DataType.fromJson(required(options, "schema")), whole(options, "rows", 10000),
                         options.containsKey("seconds") ? Double.parseDouble(options.get("seconds")) : null,
-                        options.getBoolean("replace", false), options.getLong("grace_ms", -1),
+                        options.getBoolean("replace", false), whole(options, "grace_ms", -1),
                         options.getBoolean("scratch_checkpoint", false)));
                 answer.add(one);
                 return answer;
             case "make_feed":
                 Feeds.make(required(options, "name"), (StructType) DataType.fromJson(required(options, "schema")),
-                        options.getLong("grace_ms", -1));
+                        whole(options, "grace_ms", -1));
                 answer.add(one);
                 return answer;
             case "forget":
-                String name = required(options, "name");
-                Function<Object[], Object> holding = Holdings.all().get(name);
-                if (holding != null) {
-                    Holdings.check(holding, true);
-                }
-                one.put("forgotten", holding != null && Holdings.forget(name));
+                one.put("forgotten", Holdings.forget(Holdings.key(whose(options, user), required(options, "name"))));
                 answer.add(one);
                 return answer;
             case "list":
-                return list(false);
+                return list(user, false, false);
             case "free":
-                return list(true);
+                return list(user, true, options.getBoolean("all", false) && owner(user));
             default:
                 throw new IllegalArgumentException("SPARKSCOPE_UNKNOWN_CALL: sparkscope's jar (protocol "
                         + Holdings.PROTOCOL + ") has no call '" + call + "'");
         }
     }
 
-    /** Every holding, described; `free`: only the caller's that nothing uses, each freed. */
-    static List<Map<String, Object>> list(boolean free) {
+    /** The server's owner: on a server that checks who calls, the one token that acts as no user of its own. */
+    static boolean owner(String user) {
+        return Identity.isAdmin(user);
+    }
+
+    /** The user whose holding a call names: the caller's own, or (for the server's owner) the `user` option's. */
+    static String whose(CaseInsensitiveStringMap options, String caller) {
+        String named = options.get("user");
+        if (named == null || named.equals(caller)) {
+            return caller;
+        }
+        if (!owner(caller)) {
+            throw new SecurityException(Holdings.NOT_OWNER + ": only the server's owner (its own token) frees "
+                    + "what another user keeps");
+        }
+        return named;
+    }
+
+    /**
+     * The caller's holdings, described (and those of no known owner); `free`: only those that nothing uses, each
+     * freed; `everyone` (the server's owner's free): every user's that nothing uses. The server's owner's listing
+     * also gets one row of totals per other user, without names or sessions.
+     */
+    static List<Map<String, Object>> list(String user, boolean free, boolean everyone) {
         long now = System.currentTimeMillis();
         Set<String> open = Holdings.openSessions();
-        String[] caller = Holdings.caller();
+        String mine = Holdings.key(user, "");
+        String anyone = Holdings.key(null, "");
+        Map<String, Map<String, Object>> totals = new TreeMap<>();
         List<Map<String, Object>> rows = new ArrayList<>();
         for (Map.Entry<String, Function<Object[], Object>> entry : Holdings.all().entrySet()) {
+            boolean yours = entry.getKey().startsWith(mine) || entry.getKey().startsWith(anyone);
+            if (!yours && !everyone) {
+                if (!free && owner(user)) {
+                    total(totals, Holdings.ownerOfKey(entry.getKey()), entry.getValue());
+                }
+                continue;
+            }
             @SuppressWarnings("unchecked")
             Map<String, Object> facts = (Map<String, Object>) entry.getValue().apply(new Object[] {"describe", now, open});
-            boolean yours = facts.get("user") == null || caller != null && caller[0].equals(facts.get("user"));
             facts.put("yours", yours);
+            if (!yours) {
+                facts.remove("session");  // the server's owner frees another user's, and never sees their session
+            }
             if (!free) {
                 rows.add(facts);
-            } else if (yours && "ended".equals(facts.get("state")) && Holdings.all().remove(entry.getKey(),
+            } else if ("ended".equals(facts.get("state")) && Holdings.all().remove(entry.getKey(),
                     entry.getValue())) {
                 entry.getValue().apply(new Object[] {"free"});
                 rows.add(facts);
             }
         }
+        rows.addAll(totals.values());
         return rows;
+    }
+
+    private static void total(Map<String, Map<String, Object>> totals, String user,
+                              Function<Object[], Object> holding) {
+        Map<String, Object> total = totals.computeIfAbsent(String.valueOf(user), who -> {
+            Map<String, Object> made = new LinkedHashMap<>();
+            made.put("kind", "totals");
+            made.put("user", user);
+            made.put("rings", 0L);
+            made.put("feeds", 0L);
+            made.put("bytes", 0L);
+            made.put("yours", false);
+            return made;
+        });
+        String kind = "ring".equals(holding.apply(new Object[] {"kind"})) ? "rings" : "feeds";
+        total.put(kind, (Long) total.get(kind) + 1);
+        total.put("bytes", (Long) total.get("bytes") + Holdings.bytesOf(holding));
+    }
+
+    /** A whole number option, or one line saying it is not one. */
+    static long whole(CaseInsensitiveStringMap options, String key, long otherwise) {
+        String value = options.get(key);
+        if (value == null || value.isEmpty()) {
+            return otherwise;
+        }
+        try {
+            return Long.parseLong(value.trim());
+        } catch (NumberFormatException notWhole) {
+            throw new IllegalArgumentException("sparkscope's call: the option " + key + " is not a whole number: "
+                    + value);
+        }
     }
 
     static String required(CaseInsensitiveStringMap options, String key) {

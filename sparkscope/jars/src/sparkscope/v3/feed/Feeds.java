@@ -1,7 +1,9 @@
 /*
  * The rows a test feeds a stream, batch by batch (sparkscope.testing's memory source), kept in the driver's memory.
- * A feed is a holding (../Holdings.java): only its owner's sessions feed or read it, and it ends, with no client, once
- * neither its session is open nor a query that reads it runs, plus a grace period (../Lifetime.java). A batch is
+ * A feed is a holding (../Holdings.java): its name is its owner's, only its owner's sessions feed or read it, its
+ * batches count towards the bytes its owner may keep (../Limits.java: a batch past them is refused), and it ends,
+ * with no client, once neither its session is open nor a query that reads it runs, plus a grace period
+ * (../Lifetime.java). A batch is
  * let go of as soon as every query that reads the feed has committed it, as Spark's MemoryStream.commit does: a
  * query that starts later reads the batches still kept.
  *
@@ -10,7 +12,7 @@
  * from+1 … to still kept, as InternalRow[]), {"attach", thread, queryId} (a query reads it),
  * {"commit", thread, batches} (that query has processed the first `batches`).
  */
-package sparkscope.v2.feed;
+package sparkscope.v3.feed;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,11 +22,13 @@ import java.util.WeakHashMap;
 import java.util.function.Function;
 
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-import sparkscope.v2.Holdings;
-import sparkscope.v2.Lifetime;
+import sparkscope.v3.Holdings;
+import sparkscope.v3.Lifetime;
+import sparkscope.v3.Limits;
 
 public final class Feeds {
     static final String GONE = "SPARKSCOPE_FEED_GONE: sparkscope's memory source is not on this server (it was "
@@ -33,11 +37,13 @@ public final class Feeds {
     private Feeds() {
     }
 
-    /** Make a feed (Control's make_feed). */
+    /** Make a feed for the caller (Control's make_feed); past a limit of the server's, one line says which. */
     public static void make(String name, StructType schema, long graceMs) {
-        Function<Object[], Object> kept = Holdings.add(name, new Feed(name, schema,
-                new Lifetime(Holdings.caller(), System.currentTimeMillis(), Holdings.graceMs(graceMs), true)));
-        Holdings.check(kept, true);
+        Limits limits = Limits.server();
+        long grace = limits.graceMs(graceMs);
+        String[] owner = Holdings.caller();
+        Holdings.add(owner, name, "feed", limits, () -> new Feed(name, schema,
+                new Lifetime(owner, System.currentTimeMillis(), grace, true), limits));
     }
 
     static String name(Map<String, String> options) {
@@ -58,29 +64,42 @@ public final class Feeds {
         private final String name;
         private final StructType schema;
         private final Lifetime lifetime;
+        private final Limits limits;
         private final List<InternalRow[]> batches = new ArrayList<>();
+        private final List<Long> batchBytes = new ArrayList<>();
+        private volatile long bytes = 0;  // what its batches take: read by other holdings' budgets without its lock
         private long dropped = 0;  // batches let go of, from the first: batch b is batches.get(b - dropped)
         private final Map<Thread, Long> committed = new WeakHashMap<>();  // each reading query's thread
 
-        Feed(String name, StructType schema, Lifetime lifetime) {
+        Feed(String name, StructType schema, Lifetime lifetime, Limits limits) {
             this.name = name;
             this.schema = schema;
             this.lifetime = lifetime;
+            this.limits = limits;
         }
 
+        /** What never waits for the feed's lock (another holding's budget asks for the bytes while it holds its own). */
         @Override
-        @SuppressWarnings("unchecked")
-        public synchronized Object apply(Object[] call) {
+        public Object apply(Object[] call) {
             switch ((String) call[0]) {
                 case "kind":
                     return "feed";
                 case "owner":
                     return lifetime.owner();
+                case "bytes":
+                    return bytes;
                 case "schema":
                     return schema;
+                default:
+                    return locked(call);
+            }
+        }
+
+        @SuppressWarnings("unchecked")
+        private synchronized Object locked(Object[] call) {
+            switch ((String) call[0]) {
                 case "add":
-                    batches.add((InternalRow[]) call[1]);
-                    return dropped + batches.size();
+                    return add((InternalRow[]) call[1]);
                 case "batches":
                     return dropped + batches.size();
                 case "rows":
@@ -99,10 +118,28 @@ public final class Feeds {
                     return describe((Long) call[1], (Set<String>) call[2]);
                 case "free":
                     batches.clear();
+                    batchBytes.clear();
+                    bytes = 0;
                     return null;
                 default:
                     throw new IllegalArgumentException("a feed does not " + call[0]);
             }
+        }
+
+        /** One more batch, unless it takes its owner past the bytes it may keep. */
+        private long add(InternalRow[] rows) {
+            long taken = 0;
+            for (InternalRow row : rows) {
+                taken += 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
+                        : org.apache.spark.util.SizeEstimator.estimate(row));
+            }
+            if (bytes + taken > limits.bytesFor(lifetime.user(), this)) {
+                throw limits.tooManyBytes(lifetime.user(), this, taken);
+            }
+            batches.add(rows);
+            batchBytes.add(taken);
+            bytes += taken;
+            return dropped + batches.size();
         }
 
         private InternalRow[] rows(long from, long to) {
@@ -126,6 +163,7 @@ public final class Feeds {
             }
             while (lowest != Long.MAX_VALUE && dropped < lowest && !batches.isEmpty()) {
                 batches.remove(0);
+                bytes -= batchBytes.remove(0);
                 dropped++;
             }
         }
@@ -136,12 +174,8 @@ public final class Feeds {
             facts.put("name", name);
             facts.put("query", "");
             long rows = 0;
-            long bytes = 0;
             for (InternalRow[] batch : batches) {
                 rows += batch.length;
-                for (InternalRow row : batch) {
-                    bytes += 64 + org.apache.spark.util.SizeEstimator.estimate(row);
-                }
             }
             facts.put("rows", rows);
             facts.put("bytes", bytes);

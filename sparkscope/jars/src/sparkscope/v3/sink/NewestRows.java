@@ -4,7 +4,7 @@
  * no class of this jar to read it). A batch of millions of rows costs each task that many rows of memory and the
  * driver the partitions times that, whatever the batch holds. Within a batch, "newest" is Spark's order of the rows.
  */
-package sparkscope.v2.sink;
+package sparkscope.v3.sink;
 
 import java.util.ArrayDeque;
 
@@ -16,25 +16,39 @@ import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
 import org.apache.spark.sql.execution.streaming.sources.PackedRowCommitMessage;
 
 public final class NewestRows implements StreamingDataWriterFactory {
-    private static final long serialVersionUID = 2L;
+    private static final long serialVersionUID = 3L;
     private final int rows;
+    private final long bytes;
 
-    public NewestRows(int rows) {
+    public NewestRows(int rows, long bytes) {
         this.rows = Math.max(0, rows);
+        this.bytes = Math.max(0, bytes);
     }
 
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-        return new Writer(rows);
+        return new Writer(rows, bytes);
     }
 
-    /** One task's newest rows. A row pushed out lends its buffer to the next one: no garbage per row. */
+    /**
+     * One task's newest rows, at most `keep` of them taking at most `maxBytes`. A row pushed out lends its buffer to
+     * the next one: no garbage per row.
+     */
     static final class Writer implements DataWriter<InternalRow> {
         private final int keep;
+        private final long maxBytes;
         private final ArrayDeque<InternalRow> kept = new ArrayDeque<>();
+        private long keptBytes = 0;
 
-        Writer(int keep) {
+        Writer(int keep, long maxBytes) {
             this.keep = keep;
+            this.maxBytes = maxBytes;
+        }
+
+        /** The heap a kept row takes (as KeepNewest.Chunk counts it). */
+        static long bytesOf(InternalRow row) {
+            return 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
+                    : org.apache.spark.util.SizeEstimator.estimate(row));
         }
 
         @Override
@@ -42,16 +56,23 @@ public final class NewestRows implements StreamingDataWriterFactory {
             if (keep == 0) {
                 return;
             }
+            InternalRow copy;
             if (kept.size() < keep) {
-                kept.addLast(row.copy());
-                return;
-            }
-            InternalRow oldest = kept.pollFirst();
-            if (oldest instanceof UnsafeRow && row instanceof UnsafeRow) {
-                ((UnsafeRow) oldest).copyFrom((UnsafeRow) row);
-                kept.addLast(oldest);
+                copy = row.copy();
             } else {
-                kept.addLast(row.copy());
+                InternalRow oldest = kept.pollFirst();
+                keptBytes -= bytesOf(oldest);
+                if (oldest instanceof UnsafeRow && row instanceof UnsafeRow) {
+                    ((UnsafeRow) oldest).copyFrom((UnsafeRow) row);
+                    copy = oldest;
+                } else {
+                    copy = row.copy();
+                }
+            }
+            kept.addLast(copy);
+            keptBytes += bytesOf(copy);
+            while (keptBytes > maxBytes && !kept.isEmpty()) {
+                keptBytes -= bytesOf(kept.pollFirst());
             }
         }
 
@@ -63,6 +84,7 @@ public final class NewestRows implements StreamingDataWriterFactory {
         @Override
         public void abort() {
             kept.clear();
+            keptBytes = 0;
         }
 
         @Override

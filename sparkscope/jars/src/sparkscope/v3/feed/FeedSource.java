@@ -4,7 +4,7 @@
  * knows which rows each batch saw. A batch is a streaming DataFrame of the driver's rows (a local collection
  * parallelised: no class of this jar runs in a task).
  */
-package sparkscope.v2.feed;
+package sparkscope.v3.feed;
 
 import java.util.Arrays;
 import java.util.function.Function;

@@ -10,24 +10,21 @@
  * driver's commit puts the batch in front of the ring and drops what falls off its end, and a read is a local scan
  * of the driver's rows (no task). No Python runs on the server for it.
  *
- * A ring is a holding (../Holdings.java): it has an owner (the user and session that made it: only that user's
- * sessions read or drop it), and an end that needs no client (../Lifetime.java): its query's end, plus a grace
- * period in which :peek and :tail of a stopped query still work; then the sweeper frees it with its scratch
+ * A ring is a holding (../Holdings.java): it has an owner (the user that made it: its name is that user's, and only
+ * that user's sessions find it), limits the server enforces (../Limits.java: its rows, its grace period, and the
+ * bytes its owner keeps, in every batch), and an end that needs no client (../Lifetime.java): its query's end, plus
+ * a grace period in which :peek and :tail of a stopped query still work; then the sweeper frees it with its scratch
  * checkpoint. Control.java makes it (make_ring) and drops it (forget); this class reads and writes it:
  *
  *   spark.read.format(this).option("ring", NAME).load()                    the kept rows, newest batch first, with
  *                                                                           one more column, __sparkscope_batch
  *   df.writeStream.format(this).option("ring", NAME).start()               a query writing into it
  */
-package sparkscope.v2.sink;
+package sparkscope.v3.sink;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import java.io.File;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.Iterator;
 import java.util.List;
@@ -35,7 +32,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
-import java.util.stream.Stream;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -70,21 +66,29 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-import sparkscope.v2.Holdings;
-import sparkscope.v2.Lifetime;
+import sparkscope.v3.Holdings;
+import sparkscope.v3.Lifetime;
+import sparkscope.v3.Limits;
 
 public final class KeepNewest implements TableProvider {
     public static final String BATCH_COLUMN = "__sparkscope_batch";
     public static final String GONE = "SPARKSCOPE_RING_GONE: sparkscope's sink keeps no such rows on this server "
             + "(their query ended longer ago than its grace period, they were dropped, or the server restarted)";
 
-    /** Make a ring (Control's make_ring): the folder of its scratch checkpoint when asked for one, else null. */
-    public static String make(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
-                              long graceMs, boolean scratchCheckpoint) {
-        Function<Object[], Object> kept = Holdings.add(name, new Ring(name, query, schema, rows, seconds, replace,
-                System::currentTimeMillis, scratchCheckpoint ? Scratch.make(name) : null,
-                new Lifetime(Holdings.caller(), System.currentTimeMillis(), Holdings.graceMs(graceMs), false)));
-        Holdings.check(kept, true);
+    /**
+     * Make a ring for the caller (Control's make_ring): the folder of its scratch checkpoint when asked for one, else
+     * null. Past a limit of the server's, nothing is made (no folder, no hook): one line says which.
+     */
+    public static String make(String name, String query, StructType schema, long rows, Double seconds,
+                              boolean replace, long graceMs, boolean scratchCheckpoint) {
+        Limits limits = Limits.server();
+        int keep = limits.rows(rows);
+        long grace = limits.graceMs(graceMs);
+        String[] owner = Holdings.caller();
+        Function<Object[], Object> kept = Holdings.add(owner, name, "ring", limits, () -> new Ring(name, query,
+                schema, keep, seconds, replace, System::currentTimeMillis,
+                scratchCheckpoint ? Scratch.make(name) : null,
+                new Lifetime(owner, System.currentTimeMillis(), grace, false), limits));
         return (String) kept.apply(new Object[] {"scratch"});
     }
 
@@ -115,8 +119,9 @@ public final class KeepNewest implements TableProvider {
 
     /**
      * What one run of one query keeps: its newest batches, newest first, at most `rows` rows in all. Asked through
-     * apply (Holdings.java lists the calls every holding answers): {"schema"} (the read schema), {"rows"},
-     * {"scratch"}, {"attach", thread, queryId}, {"commit", batch, List<InternalRow>}, {"snapshot", batch, limit}.
+     * apply (Holdings.java lists the calls every holding answers): {"schema"} (the read schema), {"rows"}, {"key"}
+     * (its key in the registry), {"scratch"}, {"attach", thread, queryId}, {"budget"} (the bytes its batch may take
+     * now), {"commit", batch, List<InternalRow>, received}, {"snapshot", batch, limit}.
      */
     static final class Ring implements Function<Object[], Object> {
         final String name;
@@ -127,19 +132,23 @@ public final class KeepNewest implements TableProvider {
         final Double seconds;
         final boolean replace;
         final Lifetime lifetime;
+        private final Limits limits;
         private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
         private final LongSupplier clock;  // milliseconds
         private final Scratch scratch;  // the checkpoint folder this ring made for its query, or null
         private long lastReceived = -1;  // the rows the driver received in the last batch
+        private volatile long bytes = 0;  // what its chunks take: read by other rings' budgets without its lock
+        private String trimmedBy = null;  // the byte limit that last made it keep fewer rows than it could
 
         Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
-             LongSupplier clock, Scratch scratch, Lifetime lifetime) {
+             LongSupplier clock, Scratch scratch, Lifetime lifetime, Limits limits) {
             this.name = name;
             this.query = query;
             this.clock = clock;
             this.schema = schema;
             this.scratch = scratch;
             this.lifetime = lifetime;
+            this.limits = limits;
             this.readSchema = schema.add(new StructField(BATCH_COLUMN, DataTypes.LongType, false, Metadata.empty()));
             this.rows = Math.max(0, rows);
             this.seconds = seconds;
@@ -154,6 +163,12 @@ public final class KeepNewest implements TableProvider {
                     return "ring";
                 case "owner":
                     return lifetime.owner();
+                case "key":
+                    return Holdings.key(lifetime.user(), name);
+                case "bytes":
+                    return bytes;
+                case "budget":
+                    return limits.bytesFor(lifetime.user(), this);
                 case "schema":
                     return readSchema;
                 case "rows":
@@ -193,10 +208,16 @@ public final class KeepNewest implements TableProvider {
                 chunks.addFirst(new Chunk(batch, now, batchRows));
             }
             trim(now);
+            long allowed = limits.bytesFor(lifetime.user(), this);
+            if (bytes > allowed) {  // its owner's bytes, or everyone's: the newest rows that fit stay
+                trimmedBy = limits.tighterBytes(lifetime.user(), this);
+                keepBytes(allowed);
+            }
         }
 
         private void trim(long now) {
             int kept = 0;
+            long taken = 0;
             Iterator<Chunk> each = chunks.iterator();
             while (each.hasNext()) {
                 Chunk chunk = each.next();
@@ -208,6 +229,23 @@ public final class KeepNewest implements TableProvider {
                     chunk.keepNewest(rows - kept);
                 }
                 kept += chunk.rows.size();
+                taken += chunk.bytes;
+            }
+            bytes = taken;
+        }
+
+        /** Drop the oldest rows until the ring takes at most `allowed` bytes. */
+        private void keepBytes(long allowed) {
+            while (bytes > allowed && !chunks.isEmpty()) {
+                Chunk oldest = chunks.peekLast();
+                long before = oldest.bytes;
+                if (before <= bytes - allowed) {
+                    chunks.removeLast();
+                    bytes -= before;
+                } else {
+                    oldest.keepBytes(before - (bytes - allowed));
+                    bytes -= before - oldest.bytes;
+                }
             }
         }
 
@@ -249,13 +287,12 @@ public final class KeepNewest implements TableProvider {
             facts.put("name", name);
             facts.put("query", query);
             long kept = 0;
-            long bytes = 0;
             for (Chunk chunk : chunks) {
                 kept += chunk.rows.size();
-                bytes += chunk.bytes;
             }
             facts.put("rows", kept);
             facts.put("bytes", bytes);
+            facts.put("trimmed_by", trimmedBy);
             facts.put("last_batch_received", lastReceived < 0 ? null : lastReceived);
             facts.put("keep_rows", (long) rows);
             facts.put("keep_seconds", seconds);
@@ -265,6 +302,7 @@ public final class KeepNewest implements TableProvider {
 
         private synchronized void free() {
             chunks.clear();
+            bytes = 0;
             if (scratch != null) {
                 scratch.delete();
             }
@@ -272,44 +310,28 @@ public final class KeepNewest implements TableProvider {
     }
 
     /**
-     * A checkpoint folder a ring made for its query in the JVM's temporary folder: deleted, with what Spark wrote
-     * in it, when the ring ends or the JVM exits, whichever comes first. Only this folder is ever deleted, and a
-     * link inside it is removed, never followed. (Spark gives a temporary checkpoint to its own sinks only.)
+     * A checkpoint folder a ring made for its query in the JVM's temporary folder, by Spark's own means: deleted, with
+     * what Spark wrote in it, when the ring ends or the JVM exits (Spark's shutdown hook), whichever comes first.
+     * Only this folder is ever deleted, and a link inside it is removed, never followed (Spark's deleteRecursively).
+     * (Spark gives a temporary checkpoint to its own sinks only.)
      */
     static final class Scratch {
-        final Path folder;
-        private final Thread atExit;
+        final File folder;
 
-        private Scratch(Path folder) {
+        private Scratch(File folder) {
             this.folder = folder;
-            this.atExit = new Thread(null, this::deleteTree, "sparkscope-scratch-checkpoint", 0, false);
-            Runtime.getRuntime().addShutdownHook(atExit);
         }
 
         static Scratch make(String ring) {
-            try {
-                return new Scratch(Files.createTempDirectory("sparkscope-checkpoint-" + ring + "-").toRealPath());
-            } catch (IOException e) {
-                throw new UncheckedIOException("sparkscope's sink could not make a checkpoint folder", e);
-            }
+            return new Scratch(org.apache.spark.util.Utils.createTempDir(System.getProperty("java.io.tmpdir"),
+                    "sparkscope-checkpoint-" + ring.replaceAll("[^A-Za-z0-9_.-]", "_")));
         }
 
         void delete() {
+            org.apache.spark.util.ShutdownHookManager.removeShutdownDeleteDir(folder);
             try {
-                Runtime.getRuntime().removeShutdownHook(atExit);
-            } catch (IllegalStateException exiting) {
-                return;  // the JVM is exiting: its hook deletes the folder
-            }
-            deleteTree();
-        }
-
-        private void deleteTree() {
-            if (!Files.isDirectory(folder)) {
-                return;
-            }
-            try (Stream<Path> inside = Files.walk(folder)) {  // walk follows no link
-                inside.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-            } catch (IOException | UncheckedIOException e) {
+                org.apache.spark.util.Utils.deleteRecursively(folder);
+            } catch (RuntimeException left) {
                 // what is left stays in the temporary folder; the query already ended
             }
         }
@@ -334,14 +356,29 @@ public final class KeepNewest implements TableProvider {
             bytes = bytesOf(rows);
         }
 
-        /** The heap a row takes: its bytes and about 64 more for the row object and its array. */
+        /** Keep the newest rows that take at most `allowed` bytes. */
+        void keepBytes(long allowed) {
+            long taken = 0;
+            int first = rows.size();
+            while (first > 0 && taken + bytesOf(rows.get(first - 1)) <= allowed) {
+                taken += bytesOf(rows.get(--first));
+            }
+            rows = new ArrayList<>(rows.subList(first, rows.size()));
+            bytes = taken;
+        }
+
         static long bytesOf(List<InternalRow> rows) {
             long bytes = 0;
             for (InternalRow row : rows) {
-                bytes += 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
-                        : org.apache.spark.util.SizeEstimator.estimate(row));
+                bytes += bytesOf(row);
             }
             return bytes;
+        }
+
+        /** The heap a row takes: its bytes and about 64 more for the row object and its array. */
+        static long bytesOf(InternalRow row) {
+            return 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
+                    : org.apache.spark.util.SizeEstimator.estimate(row));
         }
     }
 
@@ -381,7 +418,7 @@ public final class KeepNewest implements TableProvider {
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
             Function<Object[], Object> ring = ring(name, false);
             ring.apply(new Object[] {"attach", Thread.currentThread(), info.queryId()});
-            return new RingWriteBuilder(name, info.schema(), (Integer) ring.apply(new Object[] {"rows"}));
+            return new RingWriteBuilder(ring, info.schema());
         }
 
         @Override
@@ -391,14 +428,12 @@ public final class KeepNewest implements TableProvider {
     }
 
     static final class RingWriteBuilder implements WriteBuilder, SupportsTruncate, SupportsStreamingUpdateAsAppend {
-        private final String name;
+        private final Function<Object[], Object> ring;
         private final StructType schema;
-        private final int rows;
 
-        RingWriteBuilder(String name, StructType schema, int rows) {
-            this.name = name;
+        RingWriteBuilder(Function<Object[], Object> ring, StructType schema) {
+            this.ring = ring;
             this.schema = schema;
-            this.rows = rows;
         }
 
         @Override
@@ -411,24 +446,33 @@ public final class KeepNewest implements TableProvider {
             return new Write() {
                 @Override
                 public StreamingWrite toStreaming() {
-                    return new RingWrite(name, rows);
+                    return new RingWrite(ring);
                 }
             };
         }
     }
 
+    /**
+     * One batch's write into a ring. Its writers keep, each, the newest rows of their partition, no more than the
+     * ring keeps and no more than their share of the bytes the ring's owner may still keep; its commit hands the
+     * ring the batch only while the registry still holds that very ring under its key (the same kind and owner: a
+     * ring dropped, or a name made again since, gets nothing).
+     */
     static final class RingWrite implements StreamingWrite {
-        private final String name;
+        private final Function<Object[], Object> ring;
+        private final String key;
         private final int rows;
 
-        RingWrite(String name, int rows) {
-            this.name = name;
-            this.rows = rows;
+        RingWrite(Function<Object[], Object> ring) {
+            this.ring = ring;
+            this.key = (String) ring.apply(new Object[] {"key"});
+            this.rows = (Integer) ring.apply(new Object[] {"rows"});
         }
 
         @Override
         public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-            return new NewestRows(rows);  // each task keeps its partition's newest rows, no more than the ring
+            long budget = (Long) ring.apply(new Object[] {"budget"});
+            return new NewestRows(rows, Math.max(0, budget / Math.max(1, info.numPartitions())));
         }
 
         @Override
@@ -446,8 +490,7 @@ public final class KeepNewest implements TableProvider {
                     received += ((PackedRowCommitMessage) message).rows().length;
                 }
             }
-            Function<Object[], Object> ring = Holdings.all().get(name);
-            if (ring != null) {  // dropped while the query runs: its rows are not wanted any more
+            if (Holdings.all().get(key) == ring) {  // dropped while the query runs: its rows are not wanted any more
                 ring.apply(new Object[] {"commit", epochId, newest(partitions, rows), received});
             }
         }

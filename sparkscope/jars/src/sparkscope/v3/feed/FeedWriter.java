@@ -4,7 +4,7 @@
  * travel from the client through Spark Connect, as any createDataFrame's do. Only the feed's owner writes it.
  * Control.java makes and forgets feeds.
  */
-package sparkscope.v2.feed;
+package sparkscope.v3.feed;
 
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -15,6 +15,7 @@ import java.util.Set;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -118,11 +119,12 @@ public final class FeedWriter implements TableProvider {
         @Override
         public void commit(WriterCommitMessage[] messages) {
             Function1<Object, Object> toSpark = CatalystTypeConverters.createToCatalystConverter(schema);
+            UnsafeProjection compact = UnsafeProjection.create(schema);  // a row's exact bytes, counted as it is kept
             List<InternalRow> rows = new ArrayList<>();
             for (WriterCommitMessage message : messages) {
                 if (message instanceof MemoryWriterCommitMessage) {
                     for (Row row : CollectionConverters.asJava(((MemoryWriterCommitMessage) message).data())) {
-                        rows.add((InternalRow) toSpark.apply(row));
+                        rows.add(compact.apply((InternalRow) toSpark.apply(row)).copy());
                     }
                 }
             }

@@ -76,7 +76,8 @@ def server(sandbox):
     from sparkscope.server.local import LocalServer
 
     local = LocalServer(state_dir())
-    info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})
+    # what one user may keep, smaller than the default (an eighth of the heap) so that a test can pass it
+    info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2", "spark.sparkscope.limit.bytes": "64m"})
     yield info
     local.stop(grace=15)
 

@@ -4,6 +4,7 @@ own arguments begin."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..client.errors import ServerError
@@ -165,13 +166,19 @@ def _users_parser(actions: Any, formats: argparse.ArgumentParser) -> None:
                                            "keeps only each token's hash (the users file of its state dir, mode "
                                            "0600), and reads it again when it changes: no restart. The server's "
                                            "own token (sparkscope server token) stays its owner's.")
-    which = users.add_subparsers(dest="users_action", metavar="{add,list,remove}", required=True)
+    users.add_argument("--file", type=Path, default=None, metavar="PATH",
+                       help="a users file of your own instead of the embedded server's: the one a cluster mounts "
+                            "(docker-compose.yml's sparkscope-users/users)")
+    which = users.add_subparsers(dest="users_action", metavar="{add,list,remove,owner}", required=True)
     add = which.add_parser("add", parents=[formats], help="give NAME a token, shown once")
     add.add_argument("name", metavar="NAME")
     which.add_parser("list", parents=[formats], help="the users, never their tokens")
     remove = which.add_parser("remove", parents=[formats],
                               help="take NAME away: their token stops working and their sessions end")
     remove.add_argument("name", metavar="NAME")
+    which.add_parser("owner", parents=[formats],
+                     help="with --file: the server's own token, its owner's: SPARK_CONNECT_AUTHENTICATE_TOKEN's, "
+                          "or a new one shown once (the embedded server sets its own at each start)")
 
 
 # options of ours that take a value: a value is never the script

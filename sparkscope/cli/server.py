@@ -11,8 +11,8 @@ from typing import Any
 from ..client.errors import ConfigError, ServerError, SparkscopeError
 from ..server.local import UI_READERS, LocalServer
 from ..server.info import ServerInfo
-from ..repl.output.render import busy_tasks, show, uptime
-from ..repl.output.results import Block, Message, Result
+from ..repl.output.render import age, busy_tasks, show, uptime
+from ..repl.output.results import Block, Message, Result, Table
 
 NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparkscope server start", code="no_server")
 
@@ -178,19 +178,21 @@ def _kept(args: argparse.Namespace) -> int:
 
 
 def _users(args: argparse.Namespace, server: LocalServer) -> int:
-    """`server users add NAME | list | remove NAME`: the users file of this state dir's server (server/users.py)."""
-    from ..repl.output.render import age
-    from ..repl.output.results import Table
+    """`server users add NAME | list | remove NAME | owner`: the users file of this state dir's server, or --file's
+    (server/access/users.py)."""
+    from ..server.access.users import Users
 
-    users = server.users
-    info = server.running()
+    users = Users(args.file) if args.file else server.users
+    info = None if args.file else server.running()
     if info is not None and not info.auth:
         return _fail(args, ConfigError("The local server runs without a token (started with --no-token), so it "
                                        "checks no user's token", "Stop it and start it with a token: sparkscope "
                                        "server stop; sparkscope server start"), 1)
+    if args.users_action == "owner":
+        return _users_owner(args, users)
     if args.users_action == "add":
         token = users.add(args.name)
-        running = ("" if info is not None else " It works once the server runs (sparkscope server start).")
+        running = "" if info is not None or args.file else " It works once the server runs (sparkscope server start)."
         return _emit(args, Block(f"{token}\nThe token of user {args.name}, shown this once: give it to them. They "
                                  f"connect with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN, and act as "
                                  f"{args.name} only.{running}",
@@ -202,13 +204,40 @@ def _users(args: argparse.Namespace, server: LocalServer) -> int:
         return _emit(args, Message(f"Removed user {args.name}: their token no longer works"
                                    + (", and the server ended their sessions." if info is not None else "."),
                                    {"removed": args.name}))
+    return _emit(args, _users_table(users))
+
+
+def _users_owner(args: argparse.Namespace, users: Any) -> int:
+    """The server's own token in a users file of the user's (`--file`): SPARK_CONNECT_AUTHENTICATE_TOKEN's, never
+    shown, or a new one, shown once."""
+    import os
+    import secrets
+
+    from ..client.connection.remote import TOKEN_ENV
+    from ..client.secrets import remember_secret
+
+    if not args.file:
+        return _fail(args, ConfigError("The embedded server sets its own token at each start",
+                                       "sparkscope server token prints it; --file names a cluster's users file"), 1)
+    given = os.environ.get(TOKEN_ENV)
+    token = given or secrets.token_urlsafe(32)
+    remember_secret(token)
+    users.set_admin(token)
+    if given:
+        return _emit(args, Message(f"The server's own token is {TOKEN_ENV}'s, in {args.file}.", {"file": str(args.file)}))
+    return _emit(args, Block(f"{token}\nThe server's own token (its owner's), shown this once, in {args.file}.",
+                             data={"token": token, "file": str(args.file)}))
+
+
+def _users_table(users: Any) -> Table:
     listed = users.list()
-    return _emit(args, Table(["user", "added"], [[user.name, f"{age(time.time() - user.added)} ago"]
-                                                 for user in listed],
-                             footer=f"{len(listed)} user{'s' * (len(listed) != 1)}, each with a token of their own "
-                                    "(only its hash is kept). The server's own token is its owner's: sparkscope "
-                                    "server token" if listed else "No users yet: sparkscope server users add NAME "
-                                    "gives one a token"))
+    footer = (f"{len(listed)} user{'s' * (len(listed) != 1)}, each with a token of their own (only its hash is kept). "
+              "The server's own token is its owner's" if listed else
+              "No users yet: sparkscope server users add NAME gives one a token")
+    if not users.owner_set():
+        footer += ". This file names no server's own token: sparkscope server users --file PATH owner"
+    return Table(["user", "added"], [[user.name, f"{age(time.time() - user.added)} ago"] for user in listed],
+                 footer=footer)
 
 
 def _token(args: argparse.Namespace, server: LocalServer) -> int:

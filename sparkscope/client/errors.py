@@ -446,7 +446,8 @@ def _connection_error(exc: BaseException, text: str, error_class: str | None, st
         return session_changed()
     if error_class and error_class.startswith("INVALID_HANDLE"):  # INVALID_HANDLE.SESSION_CLOSED among them
         return ConnectionFailed(
-            "The server no longer knows this session (it was closed or timed out)",
+            "The server no longer knows this session of this user (it was closed or timed out, or it is another "
+            "user's)",
             "Connect again without session_id to start a new session",
             error_class, code="session_closed",
         )
@@ -575,12 +576,10 @@ _JAR_HINTS = {
                      "server's class path"),
     "LIMIT": (ConfigError, "server_limit", "Ask for less, or ask the server's owner to raise that setting"),
     "NAME_TAKEN": (ConfigError, "name_taken", "Pick another name"),
-    "NOT_YOUR_USER": (AuthenticationFailed, "not_your_user", "A user's token acts as that user only: leave user_id "
-                      "out and sparkscope connects as the token's user"),
+    "NOT_YOUR_USER": (AuthenticationFailed, "not_your_user", "A user's token acts as that user only"),
     "NO_TOKEN": (AuthenticationFailed, "authentication_failed", "Pass your token with ;token=… in the URL or "
                  "SPARK_CONNECT_AUTHENTICATE_TOKEN"),
-    "UNKNOWN_TOKEN": (AuthenticationFailed, "authentication_failed", "Ask the server's owner for a token: sparkscope "
-                      "server users add NAME"),
+    "UNKNOWN_TOKEN": (AuthenticationFailed, "authentication_failed", "Ask the server's owner for a token"),
 }
 
 
@@ -590,7 +589,8 @@ def jar_error(text: str) -> SparkscopeError | None:
     if found is None:
         return None
     kind, code, hint = _JAR_HINTS[found.group(1)]
-    sentence = found.group(2).strip()
+    sentence, _, advice = found.group(2).strip().partition("; ")  # the jar's own advice, where it gives one
+    hint = advice[:1].upper() + advice[1:] if advice else hint
     return kind(sentence[:1].upper() + sentence[1:], hint, f"SPARKSCOPE_{found.group(1)}", code=code)
 
 

@@ -187,7 +187,7 @@ class Session:
         """The user this session acts as. On a server that checks tokens (every server sparkscope starts), the server
         says it: a user's token acts as that user, whatever this machine's login name. Elsewhere, the user id this
         client sends (SPARK_USER or USER on this machine)."""
-        if self._jar.loaded:
+        with contextlib.suppress(SparkscopeError):  # a server that cannot load the jar: the id this client sends
             caller = self._jar.hello.get("caller")
             if caller:
                 return str(caller[0])
@@ -396,8 +396,14 @@ class Session:
                     session._rejoined_from = session.catalog.holder(session.url, session.session_id,
                                                                     this_process_too=True) or 0
             else:
-                with contextlib.suppress(SparkscopeError):  # a server that refuses unknown keys still works
+                try:  # the first call as this session's user: a server that checks tokens says here if it refuses
                     call(spark.conf.set, SESSION_MARKER, str(int(time.time())))
+                except ConnectionFailed:
+                    with contextlib.suppress(Exception):  # what it holds of this process goes back
+                        session.close(stop_queries=False)
+                    raise
+                except SparkscopeError:  # a server that refuses unknown keys still works
+                    pass
             if activate or not target.session_id:  # a session only looked into is not recorded again
                 with swallowed("recording the session in the catalog"):
                     session.catalog.record_session(session.url, session.session_id, held=activate)

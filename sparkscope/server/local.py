@@ -38,7 +38,7 @@ from .log_file import ServerLog, startup_stage
 from .command import TOKEN_CONF, spark_submit, submit_environment, ui_settings
 from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
-from .access.users import INTERCEPTOR, INTERCEPTOR_CONF, USERS_CONF, WORKER_TOKEN_ENV, Users
+from .access.users import INTERCEPTOR, INTERCEPTOR_CONF, USERS_CONF, USERS_FILE, WORKER_TOKEN_ENV, Users
 
 STATE_FILE = "server.json"
 LAST_STATE_FILE = "last-server.json"  # the state of the server that ran last, once it stopped or died
@@ -304,7 +304,7 @@ class LocalServer:
     @property
     def users(self) -> Users:
         """The users of this state dir's server: a token each (`sparkscope server users`)."""
-        return Users(self.home)
+        return Users(self.home / USERS_FILE)
 
     def _reuse(self, existing: ServerInfo, port: int | None, workers: int, timeout: float,
                on_wait: Callable[[float, str], None] | None) -> ServerInfo:

@@ -103,7 +103,7 @@ def test_token_from_a_profile_is_enforced(env_server, tmp_path):
     unset = run_sparkscope("--profile", "shared", "-c", ":queries", env=env)
     assert unset.returncode == 2 and "authentication failed" in unset.stderr
     bad = run_sparkscope("--profile", "badtoken", "-c", ":queries", env=env)
-    assert bad.returncode == 2 and "token does not match" in bad.stderr and "wrong-token" not in bad.stderr
+    assert bad.returncode == 2 and "nor a user's it knows" in bad.stderr and "wrong-token" not in bad.stderr
 
 
 def test_the_default_embedded_server_has_a_private_random_token(server, sandbox):
@@ -231,13 +231,15 @@ def test_a_made_up_session_id_is_refused_not_silently_new(remote_url):
     made_up = str(uuid.uuid4())
     with pytest.raises(ConnectionFailed) as err:
         sparkscope.connect(remote_url, session_id=made_up)
-    assert str(err.value) == (f"The server has no session {made_up} (it was closed, timed out, or the server "
-                              "restarted). Connect without session_id to open a new session.")
+    assert str(err.value) == (f"The server has no session {made_up} of this user (it was closed, timed out, the "
+                              "server restarted, or it is another user's). Connect without session_id to open a new "
+                              "session.")
     assert err.value.code == "session_unknown" and err.value.data == {"session_id": made_up}
     made_up = str(uuid.uuid4())  # that one is now a closed session on the server: another
     out = run_sparkscope("--remote", remote_url, "--session-id", made_up, "-c", ":queries")
     assert out.returncode == 2 and out.stderr.strip() == (
-        f"error: The server has no session {made_up} (it was closed, timed out, or the server restarted). "
+        f"error: The server has no session {made_up} of this user (it was closed, timed out, the server restarted, or "
+        "it is another user's). "
         "Connect without --session-id to open a new session.")
 
 

@@ -91,7 +91,8 @@ WRONG = {
     "wrong token": (
         dict(remote="sc://127.0.0.1:{tls}/;use_ssl=true", token="not-the-token", ca_file="{ca}"),
         "error: sc://127.0.0.1:{tls}/;use_ssl=true;token=*** refused the connection: authentication failed. "
-        "The token does not match the server's spark.connect.authenticate.token."),
+        "The token is neither the server's (spark.connect.authenticate.token) nor a user's it knows (sparkscope server "
+        "users)."),
     "missing token": (
         dict(remote="sc://127.0.0.1:{tls}/;use_ssl=true", ca_file="{ca}"),
         "error: sc://127.0.0.1:{tls}/;use_ssl=true refused the connection: authentication failed. "

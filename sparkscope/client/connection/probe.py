@@ -68,11 +68,12 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     details = (exc.details() if hasattr(exc, "details") else "") or ""
     where = f"{target.host}:{target.port}"
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-        said = jar_error(details)  # a server sparkscope started says which token, or which user, it refused
-        if isinstance(said, ConnectionFailed):
+        said = jar_error(details)  # a server sparkscope started says which user it refused the token to act as
+        if said is not None and said.code == "not_your_user":
             return said
-        hint = ("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
-                if not target.token else "The token does not match the server's spark.connect.authenticate.token")
+        hint = ("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN" if not target.token else
+                "The token is neither the server's (spark.connect.authenticate.token) nor a user's it knows (sparkscope "
+                "server users)")
         return AuthenticationFailed(f"{target.display} refused the connection: authentication failed", hint)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED and port_open(target.host, target.port, timeout=1):
         return ConnectionFailed(f"{where} accepted the connection but did not answer as a Spark Connect server",

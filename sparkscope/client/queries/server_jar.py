@@ -86,6 +86,7 @@ class KeptTotal:
     rings: int
     feeds: int
     bytes: int
+    in_use: int  # how many of them a query or an open session uses (the rest are in their grace period)
 
 
 def _mib(value: object) -> str:
@@ -148,11 +149,6 @@ class ServerJar:
                 "(spark.sparkscope.limit.* on the server)")
 
     @property
-    def loaded(self) -> bool:
-        """Whether the first call (hello) was made: what it said is known without asking again."""
-        return self._loaded is not None
-
-    @property
     def hello(self) -> dict[str, Any]:
         """What the jar said at the first call: its protocol, the caller it saw, whether it lists sessions."""
         self.load()
@@ -201,7 +197,8 @@ class ServerJar:
         user's totals (an empty list for anyone else)."""
         rows = self.call("list")
         totals = [KeptTotal(user=facts.get("user"), rings=int(facts.get("rings") or 0),
-                            feeds=int(facts.get("feeds") or 0), bytes=int(facts.get("bytes") or 0))
+                            feeds=int(facts.get("feeds") or 0), bytes=int(facts.get("bytes") or 0),
+                            in_use=int(facts.get("in_use") or 0))
                   for facts in rows if facts.get("kind") == "totals"]
         return [Kept.of(facts) for facts in rows if facts.get("kind") != "totals"], totals
 

@@ -44,11 +44,12 @@ class User:
 
 
 class Users:
-    """The users file of one state dir's server."""
+    """A users file: the state dir's, for the server sparkscope starts there, or one a cluster mounts
+    (docker-compose.yml)."""
 
-    def __init__(self, home: Path) -> None:
-        self.path = home / USERS_FILE
-        self._lock = home / f".{USERS_FILE}.lock"
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = path.with_name(f".{path.name}.lock")
 
     def _read(self) -> list[tuple[str, str, float]]:
         try:
@@ -68,6 +69,10 @@ class Users:
     def list(self) -> list[User]:
         """The users, oldest first: names and when each was added, never a token."""
         return [User(name, added) for name, _, added in self._read() if name != ADMIN]
+
+    def owner_set(self) -> bool:
+        """Whether the file names the server's own token (without it, only users' tokens work)."""
+        return any(row[0] == ADMIN for row in self._read())
 
     def set_admin(self, token: str) -> None:
         """The server's own token (at its start): its hash replaces the one before; the users stay."""

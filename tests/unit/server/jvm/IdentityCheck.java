@@ -65,7 +65,7 @@ public final class IdentityCheck {
 
         Set<String> names = users.names();
         check("bob's token naming user ana is refused, in one line naming both",
-              "refused: " + Identity.NOT_YOUR_USER + ": this token is user 'bob''s, and the request names user 'ana': "
+              "refused: " + Identity.NOT_YOUR_USER + ": this token is user 'bob''s, and the request names user 'ana'; "
               + "connect as bob (;user_id=bob), or without a user_id", verdict("bob", "ana", names));
         check("bob's token naming bob runs as bob", "runs as 'bob'", verdict("bob", "bob", names));
         check("bob's token naming no user runs as bob", "runs as 'bob'", verdict("bob", "", names));
@@ -118,6 +118,26 @@ public final class IdentityCheck {
         check("... while another user's count is their own", "done",
               refusal(() -> Holdings.add(new String[] {"ana", ANA_SESSION}, "third", "ring", limits,
                       () -> holding("ring"))));
+        boolean[] freed = {false};
+        Function<Object[], Object> ended = call -> {
+            switch ((String) call[0]) {
+                case "kind":
+                    return "ring";
+                case "ended":
+                    return 5L;  // nothing has used it since then: its grace period is all it has left
+                case "free":
+                    freed[0] = true;
+                    return null;
+                default:
+                    return 0L;
+            }
+        };
+        Holdings.add(new String[] {"cleo", ANA_SESSION}, "done", "ring", limits, () -> ended);
+        Holdings.add(new String[] {"cleo", ANA_SESSION}, "one", "ring", limits, () -> holding("ring"));
+        Holdings.add(new String[] {"cleo", ANA_SESSION}, "two", "ring", limits, () -> holding("ring"));
+        check("at the limit, a holding that ended makes room for a new one (the rows of a stopped query)", "done true",
+              refusal(() -> Holdings.add(new String[] {"cleo", ANA_SESSION}, "three", "ring", limits,
+                      () -> holding("ring"))) + " " + freed[0]);
         check("a name of 201 characters is refused", true, refusal(() -> Holdings.add(
                 new String[] {"ana", ANA_SESSION}, "n".repeat(201), "ring", limits, () -> holding("ring")))
                 .startsWith(Limits.CODE + ": a name has at most 200 characters"));

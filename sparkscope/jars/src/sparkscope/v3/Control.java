@@ -189,7 +189,7 @@ public final class Control implements TableProvider {
             boolean yours = entry.getKey().startsWith(mine) || entry.getKey().startsWith(anyone);
             if (!yours && !everyone) {
                 if (!free && owner(user)) {
-                    total(totals, Holdings.ownerOfKey(entry.getKey()), entry.getValue());
+                    total(totals, Holdings.ownerOfKey(entry.getKey()), entry.getValue(), now, open);
                 }
                 continue;
             }
@@ -212,7 +212,7 @@ public final class Control implements TableProvider {
     }
 
     private static void total(Map<String, Map<String, Object>> totals, String user,
-                              Function<Object[], Object> holding) {
+                              Function<Object[], Object> holding, long now, Set<String> open) {
         Map<String, Object> total = totals.computeIfAbsent(String.valueOf(user), who -> {
             Map<String, Object> made = new LinkedHashMap<>();
             made.put("kind", "totals");
@@ -220,12 +220,16 @@ public final class Control implements TableProvider {
             made.put("rings", 0L);
             made.put("feeds", 0L);
             made.put("bytes", 0L);
+            made.put("in_use", 0L);
             made.put("yours", false);
             return made;
         });
         String kind = "ring".equals(holding.apply(new Object[] {"kind"})) ? "rings" : "feeds";
         total.put(kind, (Long) total.get(kind) + 1);
         total.put("bytes", (Long) total.get("bytes") + Holdings.bytesOf(holding));
+        if (Holdings.endedAt(holding, now, open) < 0) {
+            total.put("in_use", (Long) total.get("in_use") + 1);
+        }
     }
 
     /** A whole number option, or one line saying it is not one. */

@@ -23,6 +23,8 @@
  *   {"kind"}                      "ring" or "feed"
  *   {"owner"}                     String[] {user, session}: who made it (null when that was not known)
  *   {"bytes"}                     Long: the heap its rows take now (kept as they come: no row is walked to answer)
+ *   {"ended", now, open}          Long: since when nothing uses it, or -1 while something does (never waits for
+ *                                  the holding's own lock: another holding asks it while it holds its own)
  *   {"sweep", now, open}          Boolean: it is over (unused for its grace period); open: Holdings.openSessions()
  *   {"describe", now, open}       Map<String, Object> of JDK values: what a listing shows
  *   {"free"}                      let go of everything it holds (its rows, its scratch checkpoint)
@@ -153,7 +155,12 @@ public final class Holdings {
         synchronized (HOLDINGS) {
             kept = HOLDINGS.get(key);
             if (kept == null) {
-                limits.checkCount(countOf(user));
+                int held = countOf(user);
+                if (held >= limits.holdings) {  // what ended (in its grace period) makes room for what is new
+                    freeEnded(user, null, held - limits.holdings + 1, Long.MAX_VALUE);
+                    held = countOf(user);
+                }
+                limits.checkCount(held);
                 kept = make.get();
                 HOLDINGS.put(key, kept);
             }
@@ -164,6 +171,51 @@ public final class Holdings {
         }
         sweeping();
         return kept;
+    }
+
+    /**
+     * Free `user`'s holdings that nothing uses any more (ended, in their grace period), the longest ended first,
+     * besides `besides`: until `count` were freed or `bytes` were. What they keep was only there for a :peek of a
+     * stopped query; a new query's rows need the room. Returns the bytes freed.
+     */
+    public static long freeEnded(String user, Object besides, int count, long bytes) {
+        long now = System.currentTimeMillis();
+        Set<String> open = openSessions();
+        String prefix = key(user, "");
+        List<Map.Entry<String, Function<Object[], Object>>> ended = new ArrayList<>();
+        Map<Object, Long> since = new java.util.IdentityHashMap<>();
+        for (Map.Entry<String, Function<Object[], Object>> entry : HOLDINGS.entrySet()) {
+            if (entry.getKey().startsWith(prefix) && entry.getValue() != besides) {
+                long at = endedAt(entry.getValue(), now, open);
+                if (at >= 0) {
+                    ended.add(entry);
+                    since.put(entry.getValue(), at);
+                }
+            }
+        }
+        ended.sort(java.util.Comparator.comparingLong(entry -> since.get(entry.getValue())));
+        long freed = 0;
+        int done = 0;
+        for (Map.Entry<String, Function<Object[], Object>> entry : ended) {
+            if (done >= count || freed >= bytes) {
+                break;
+            }
+            long size = bytesOf(entry.getValue());
+            if (HOLDINGS.remove(entry.getKey(), entry.getValue())) {
+                entry.getValue().apply(new Object[] {"free"});
+                freed += size;
+                done++;
+            }
+        }
+        return freed;
+    }
+
+    static long endedAt(Function<Object[], Object> holding, long now, Set<String> open) {
+        try {
+            return ((Number) holding.apply(new Object[] {"ended", now, open})).longValue();
+        } catch (RuntimeException | LinkageError unknown) {
+            return -1;  // an error is not an end
+        }
     }
 
     /** How many holdings `user` has now. */

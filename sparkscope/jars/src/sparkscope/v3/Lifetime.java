@@ -77,6 +77,11 @@ public final class Lifetime {
         return "ended".equals(seen(now, open)) && now - endedAt >= graceMs;
     }
 
+    /** Since when nothing uses it (the time a sweep, a listing or this call first saw it unused), or -1 while in use. */
+    public synchronized long endedAt(long now, Set<String> open) {
+        return "ended".equals(seen(now, open)) ? endedAt : -1;
+    }
+
     private String seen(long now, Set<String> open) {
         String state = state(open);
         if (!"ended".equals(state)) {

@@ -36,7 +36,7 @@ public final class Limits {
 
     final long rows;
     final long graceMs;
-    final int holdings;
+    public final int holdings;
     final long bytes;
     final long totalBytes;
     final long defaultGraceMs;
@@ -119,6 +119,19 @@ public final class Limits {
     public long bytesFor(String user, Object holding) {
         long[] others = Holdings.bytesHeld(user, holding);
         return Math.max(0, Math.min(bytes - others[0], totalBytes - others[1]));
+    }
+
+    /**
+     * The bytes `holding` of `user` may take when it needs `wanted`: first the user's holdings that nothing uses any
+     * more (ended, in their grace period) are freed, the longest ended first, as far as that makes room for it.
+     */
+    public long roomFor(String user, Object holding, long wanted) {
+        long allowed = bytesFor(user, holding);
+        if (wanted > allowed) {
+            Holdings.freeEnded(user, holding, Integer.MAX_VALUE, wanted - allowed);
+            allowed = bytesFor(user, holding);
+        }
+        return allowed;
     }
 
     /** Which byte limit leaves `holding` of `user` the least room now: its setting's name. */

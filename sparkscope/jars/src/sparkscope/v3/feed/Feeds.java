@@ -32,7 +32,7 @@ import sparkscope.v3.Limits;
 
 public final class Feeds {
     static final String GONE = "SPARKSCOPE_FEED_GONE: sparkscope's memory source is not on this server (it was "
-            + "forgotten, its session ended, or the server restarted)";
+            + "forgotten, its session ended, the server restarted, or it is another user's)";
 
     private Feeds() {
     }
@@ -80,6 +80,7 @@ public final class Feeds {
 
         /** What never waits for the feed's lock (another holding's budget asks for the bytes while it holds its own). */
         @Override
+        @SuppressWarnings("unchecked")
         public Object apply(Object[] call) {
             switch ((String) call[0]) {
                 case "kind":
@@ -88,6 +89,8 @@ public final class Feeds {
                     return lifetime.owner();
                 case "bytes":
                     return bytes;
+                case "ended":
+                    return lifetime.endedAt((Long) call[1], (Set<String>) call[2]);
                 case "schema":
                     return schema;
                 default:
@@ -133,7 +136,7 @@ public final class Feeds {
                 taken += 64 + (row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes()
                         : org.apache.spark.util.SizeEstimator.estimate(row));
             }
-            if (bytes + taken > limits.bytesFor(lifetime.user(), this)) {
+            if (bytes + taken > limits.roomFor(lifetime.user(), this, bytes + taken)) {
                 throw limits.tooManyBytes(lifetime.user(), this, taken);
             }
             batches.add(rows);

@@ -165,13 +165,13 @@ public final class Identity {
         if (ADMIN.equals(holder)) {
             return names.contains(named)
                     ? Verdict.refused(NOT_YOUR_USER + ": '" + named + "' is a user of this server with a token of "
-                        + "their own, and only that token acts as '" + named + "': connect with another user_id")
+                        + "their own, and only that token acts as '" + named + "'; connect with another user_id")
                     : Verdict.runAs(named);
         }
         if (named.equals(holder) || !names.contains(named)) {
             return Verdict.runAs(holder);
         }
         return Verdict.refused(NOT_YOUR_USER + ": this token is user '" + holder + "''s, and the request names "
-                + "user '" + named + "': connect as " + holder + " (;user_id=" + holder + "), or without a user_id");
+                + "user '" + named + "'; connect as " + holder + " (;user_id=" + holder + "), or without a user_id");
     }
 }

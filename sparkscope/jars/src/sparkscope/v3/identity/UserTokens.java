@@ -13,7 +13,8 @@
  * Spark gives them: the URL it builds for them carries spark.connect.authenticate.token. That setting is given,
  * once the gRPC server runs (Spark decided on its own check at its start), a worker token: SPARKSCOPE_WORKER_TOKEN
  * from the server's environment (so its log writer can mask it), else a random one. It is never sent to a client,
- * and no session's conf holds it (sessions copy the server's conf when its shared state is made, which is first).
+ * no session's conf holds it (sessions copy the server's conf when its shared state is made, which is first), and it
+ * works only from this machine (loopback), where the workers run.
  */
 package sparkscope.v3.identity;
 
@@ -34,6 +35,7 @@ import java.nio.charset.StandardCharsets;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.connect.proto.UserContext;
 import org.sparkproject.connect.grpc.ForwardingServerCallListener;
+import org.sparkproject.connect.grpc.Grpc;
 import org.sparkproject.connect.grpc.Metadata;
 import org.sparkproject.connect.grpc.ServerCall;
 import org.sparkproject.connect.grpc.ServerCallHandler;
@@ -194,6 +196,13 @@ public final class UserTokens implements ServerInterceptor {
         return token.isEmpty() ? null : known.holder(token);
     }
 
+    static boolean fromThisMachine(ServerCall<?, ?> call) {
+        java.net.SocketAddress remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+        return remote instanceof java.net.InetSocketAddress
+                && ((java.net.InetSocketAddress) remote).getAddress() != null
+                && ((java.net.InetSocketAddress) remote).getAddress().isLoopbackAddress();
+    }
+
     @Override
     public <ReqT, RespT> ServerCall.Listener<ReqT> interceptCall(ServerCall<ReqT, RespT> call, Metadata headers,
                                                                  ServerCallHandler<ReqT, RespT> next) {
@@ -201,12 +210,15 @@ public final class UserTokens implements ServerInterceptor {
         Identity.Users known = known();
         String authorization = headers.get(AUTHORIZATION);
         String holder = holderOf(authorization, known);
+        if (Identity.WORKER.equals(holder) && !fromThisMachine(call)) {
+            holder = null;
+        }
         if (holder == null) {
             call.close(Status.UNAUTHENTICATED.withDescription(authorization == null
-                    ? Identity.NO_TOKEN + ": this server needs a token: ask its owner for one (sparkscope server users "
-                      + "add NAME) and pass it with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
-                    : Identity.UNKNOWN_TOKEN + ": this server does not know that token (it may have been removed): "
-                      + "ask its owner for one (sparkscope server users add NAME)"), new Metadata());
+                    ? Identity.NO_TOKEN + ": this server needs a token; ask its owner for one (sparkscope server users "
+                      + "add NAME), and pass it with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN"
+                    : Identity.UNKNOWN_TOKEN + ": this server does not know that token (it may have been removed); "
+                      + "ask its owner for one: sparkscope server users add NAME"), new Metadata());
             return new ServerCall.Listener<ReqT>() {
             };
         }

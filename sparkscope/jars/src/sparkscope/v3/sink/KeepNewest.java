@@ -73,7 +73,8 @@ import sparkscope.v3.Limits;
 public final class KeepNewest implements TableProvider {
     public static final String BATCH_COLUMN = "__sparkscope_batch";
     public static final String GONE = "SPARKSCOPE_RING_GONE: sparkscope's sink keeps no such rows on this server "
-            + "(their query ended longer ago than its grace period, they were dropped, or the server restarted)";
+            + "(their query ended longer ago than its grace period, they were dropped, the server restarted, or they "
+            + "are another user's)";
 
     /**
      * Make a ring for the caller (Control's make_ring): the folder of its scratch checkpoint when asked for one, else
@@ -169,6 +170,8 @@ public final class KeepNewest implements TableProvider {
                     return bytes;
                 case "budget":
                     return limits.bytesFor(lifetime.user(), this);
+                case "ended":
+                    return lifetime.endedAt((Long) call[1], (Set<String>) call[2]);
                 case "schema":
                     return readSchema;
                 case "rows":
@@ -208,7 +211,7 @@ public final class KeepNewest implements TableProvider {
                 chunks.addFirst(new Chunk(batch, now, batchRows));
             }
             trim(now);
-            long allowed = limits.bytesFor(lifetime.user(), this);
+            long allowed = limits.roomFor(lifetime.user(), this, bytes);
             if (bytes > allowed) {  // its owner's bytes, or everyone's: the newest rows that fit stay
                 trimmedBy = limits.tighterBytes(lifetime.user(), this);
                 keepBytes(allowed);

@@ -69,7 +69,7 @@ def _probe_error(target: Target, exc: Any) -> ConnectionFailed:
     where = f"{target.host}:{target.port}"
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         said = jar_error(details)  # a server sparkscope started says which user it refused the token to act as
-        if said is not None and said.code == "not_your_user":
+        if isinstance(said, ConnectionFailed) and said.code == "not_your_user":
             return said
         hint = ("Pass the server's token with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN" if not target.token else
                 "The token is neither the server's (spark.connect.authenticate.token) nor a user's it knows (sparkscope "

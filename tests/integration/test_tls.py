@@ -171,3 +171,25 @@ def test_the_compose_nginx_config_carries_sparkscope_over_tls(server, tmp_path):
     finally:
         nginx.terminate()
         nginx.wait(30)
+
+
+def test_each_user_s_token_through_the_proxy_acts_as_that_user_only(tls, tmp_path):
+    """The identities of a shared server (issue 61), as laptops reach it: through TLS, a profile's token_env."""
+    from tests.identities import users
+
+    proxy, ca_file, _ = tls
+    url = f"sc://127.0.0.1:{proxy.port}/;use_ssl=true"
+    with users("ana_tls", "bob_tls") as tokens:
+        mine = run(["--profile", "cluster", "-c", ":session"], tmp_path=tmp_path, env={"CLUSTER_TOKEN": tokens["bob_tls"]},
+                   config=profile(url, token_env="CLUSTER_TOKEN", ca_file=str(ca_file)))
+        assert mine.returncode == 0, mine.stderr
+        assert [line.split("|")[2].strip() for line in mine.stdout.splitlines()
+                if line.startswith("| user ")] == ["bob_tls"]
+        claimed = run(["--profile", "cluster", "-c", ":session"], tmp_path=tmp_path,
+                      env={"CLUSTER_TOKEN": tokens["bob_tls"]},
+                      config=profile(url + ";user_id=ana_tls", token_env="CLUSTER_TOKEN", ca_file=str(ca_file)))
+        assert claimed.returncode == 2 and claimed.stderr.strip() == (
+            "error: This token is user 'bob_tls''s, and the request names user 'ana_tls'. Connect as bob_tls "
+            "(;user_id=bob_tls), or without a user_id.")
+        assert tokens["bob_tls"] not in mine.stdout + mine.stderr + claimed.stdout + claimed.stderr
+    assert proxy.handshake_errors == []

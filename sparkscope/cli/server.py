@@ -191,7 +191,10 @@ def _users(args: argparse.Namespace, server: LocalServer) -> int:
     if args.users_action == "owner":
         return _users_owner(args, users)
     if args.users_action == "add":
-        token = users.add(args.name)
+        try:
+            token = users.add(args.name)
+        except ConfigError as exc:
+            return _fail(args, exc, 1)
         running = "" if info is not None or args.file else " It works once the server runs (sparkscope server start)."
         return _emit(args, Block(f"{token}\nThe token of user {args.name}, shown this once: give it to them. They "
                                  f"connect with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN, and act as "

@@ -230,8 +230,9 @@ class LocalServer:
 
         The server always requires a token unless require_token=False: the one given (argument,
         --conf spark.connect.authenticate.token, SPARK_CONNECT_AUTHENTICATE_TOKEN) or a random one.
-        It reaches the JVM through its environment and clients through a 0600 file in the state dir,
-        never through a command line.
+        The JVM gets only its hash, in the users file (0600), where each user added later has one too (the jar's
+        interceptor checks every request's token and user); clients get the token through a 0600 file in the state
+        dir; never through a command line.
         """
         if not (0 < timeout < float("inf")):
             raise ServerError(f"The start timeout must be a positive number of seconds, not {timeout}",

@@ -33,8 +33,8 @@ def test_every_service_uses_the_image_of_the_pinned_spark_version():
             "SPARK_VERSION": _pinned_pyspark(), "PYTHON_VERSION": "${SPARKSCOPE_PYTHON:-}"}}
         mounts = service["volumes"]
         assert "./sparkscope/server-config/spark-defaults.conf:/opt/spark/conf/spark-defaults.conf:ro" in mounts
-        for mount in mounts:
-            assert (ROOT / mount.split(":")[0]).is_file()
+        for mount in mounts:  # each a file of the project, but the users' folder, which its owner makes
+            assert mount == "./sparkscope-users:/opt/sparkscope/users:ro" or (ROOT / mount.split(":")[0]).is_file()
 
 
 def test_connect_server_runs_in_the_foreground_against_the_master():
@@ -43,7 +43,6 @@ def test_connect_server_runs_in_the_foreground_against_the_master():
     assert command[0] == "/opt/spark/sbin/start-connect-server.sh"
     assert command[command.index("--master") + 1] == "spark://spark-master:7077"
     assert connect["environment"]["SPARK_NO_DAEMONIZE"] == "true"
-    assert "SPARK_CONNECT_AUTHENTICATE_TOKEN" in connect["environment"]
     workers = [s for name, s in _compose()["services"].items() if name.startswith("spark-worker")]
     assert all("spark://spark-master:7077" in w["command"] for w in workers)
 
@@ -134,3 +133,21 @@ def test_the_requirements_file_holds_what_the_server_imports_at_versions_the_cli
     for requirement in constraints:
         if requirement.name in pins:
             assert requirement.specifier.contains(pins[requirement.name]), (requirement, pins[requirement.name])
+
+
+def test_the_connect_server_checks_each_user_s_token_as_sparkscope_s_own_servers_do():
+    """The interceptor the embedded server runs (server/local.py), with the jar and a users file the owner writes
+    with `sparkscope server users --file`; and no Spark token of its own, whose check would refuse every user's."""
+    from sparkscope.server.access.users import INTERCEPTOR, INTERCEPTOR_CONF, USERS_CONF
+
+    connect = _compose()["services"]["spark-connect"]
+    command = connect["command"]
+    assert "SPARK_CONNECT_AUTHENTICATE_TOKEN" not in connect["environment"]
+    assert command[command.index("--jars") + 1] == "/opt/sparkscope/sparkscope.jar"
+    assert f"{INTERCEPTOR_CONF}={INTERCEPTOR}" in command
+    assert f"{USERS_CONF}=/opt/sparkscope/users/users" in command
+    assert "./sparkscope/jars/sparkscope.jar:/opt/sparkscope/sparkscope.jar:ro" in connect["volumes"]
+    assert "./sparkscope-users:/opt/sparkscope/users:ro" in connect["volumes"]
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert "sparkscope server users --file sparkscope-users/users owner" in text
+    assert "sparkscope server users --file sparkscope-users/users add ana" in text

@@ -45,6 +45,7 @@ NO_SERVER_PYTHON = frozenset({
     "test_getorcreate_then_await_termination_ends_with_ctrl_c", "test_state_of_a_query_with_a_checkpoint",
     "test_rows_made_here_reach_every_server", "test_the_stream_test_of_docs_testing_passes_on_this_server",
     "test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its_protocol",
+    "test_where_a_user_id_is_a_label_the_jar_still_keeps_names_apart_and_enforces_its_limits",
 })
 
 

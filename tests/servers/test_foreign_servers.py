@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+
+import pytest
 import uuid
 from pathlib import Path
 
@@ -59,6 +61,10 @@ def test_server_check_names_exactly_what_is_missing_and_exits_non_zero(remote_ur
     # the default sink needs no Python there: this client sends the server its jar
     assert re.search(r"\| bounded sink +\| ok +\| sent by this client \(sparkscope\.jar, a session artifact\)",
                      out), out
+    # a server sparkscope did not start checks no user against a token: it says so, and the jar's limits hold there
+    assert re.search(r"\| users +\| - +\| labels: the server checks no user id against a token", out), out
+    assert re.search(r"\| limits +\| - +\| 1,000,000 rows a ring, a grace period of at most 7 days, 64 rings and "
+                     r"feeds", out), out
     if kind == "bare":
         assert re.search(r"\| python +\| ok +\| 3\.\d+\.\d+ ", out), out
         assert re.search(r"\| foreachBatch +\| MISSING +\| missing pandas, pyarrow, grpcio, grpcio-status, "
@@ -141,7 +147,7 @@ def test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its
     import sparkscope
 
     with sparkscope.connect(remote_url) as ss:
-        assert ss._jar.hello["protocol"] == 2 and ss._jar.hello["sessions"] is True
+        assert ss._jar.hello["protocol"] == 3 and ss._jar.hello["sessions"] is True
         ring, _ = leave_behind(remote_url, "kill", "stream")
         item = next(thing for thing in ss.kept() if thing.name == ring)
         assert (item.state, item.yours) == ("running", True)
@@ -150,6 +156,29 @@ def test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its
         ss.stop("left_behind")
         wait_for(lambda: ring not in [thing.name for thing in ss.kept()], timeout=30, what="the ring freed")
         assert item.scratch is None or not Path(item.scratch).exists()
+
+
+def test_where_a_user_id_is_a_label_the_jar_still_keeps_names_apart_and_enforces_its_limits(remote_url):
+    """What still holds on a server sparkscope did not start (the jar a session artifact, no interceptor): another
+    user id finds nothing by this user's names, and the jar refuses what sparkscope's client never sends."""
+    import sparkscope
+    from sparkscope.client.errors import ConfigError
+    from tests.identities import call
+
+    with sparkscope.connect(remote_url) as ss, sparkscope.connect(f"{remote_url}/;user_id=mallory") as other:
+        assert ss._jar.hello["identities"] is False and ss._jar.users().startswith("labels:")
+        query = ss.start(ss.source.rate(20), "labelled", keep=10)
+        wait_for(lambda: ss.peek("labelled").rows, timeout=120, what="rows kept")
+        other._jar.load()
+        with pytest.raises(ConfigError) as refused:
+            other._jar.call("make_ring", name="huge", rows=2_000_000_000,
+                            schema='{"type":"struct","fields":[]}')
+        assert str(refused.value).startswith("A ring keeps at most 1,000,000 rows on this server, and 2,000,000,000 "
+                                             "were asked for (spark.sparkscope.limit.rows on the server raises it)")
+        assert call(other.spark, "forget", name=query.view) == [{"forgotten": False}]
+        assert query.view not in [item.name for item in other.kept()]
+        assert ss.peek("labelled").rows
+        query.stop()
 
 
 def test_getorcreate_then_await_termination_ends_with_ctrl_c(repl):

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .client import *  # noqa: F403 - the error hierarchy
-from .client import __all__ as _ERRORS
+from .client import (  # the error hierarchy (the three that are pyspark's exceptions too load with pyspark)
+    AuthenticationFailed,
+    Cancelled,
+    ConfigError,
+    ConnectionFailed,
+    QueryNotFound,
+    ServerError,
+    SparkscopeError,
+)
 
 __version__ = "0.1.0"
 
@@ -20,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .client.monitoring.progress import Progress
     from .client.queries.query import Query, QueryInfo
     from .client.rows import Rows
+    from .client.errors import AnalysisError, QueryFailed, UnsupportedOperation
     from .client.session import Session
     from .server.connecting import connect
     from .server.local import LocalServer
@@ -27,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # where each lazily loaded name of the API lives (tests/unit/test_public_api.py imports every one)
 _LAZY = {"connect": "server.connecting", "Session": "client.session", "Query": "client.queries.query",
          "QueryInfo": "client.queries.query", "Progress": "client.monitoring.progress", "Rows": "client.rows",
-         "LocalServer": "server.local"}
+         "LocalServer": "server.local", "AnalysisError": "client.errors", "QueryFailed": "client.errors",
+         "UnsupportedOperation": "client.errors"}
 
 
 def __getattr__(name: str) -> Any:
@@ -48,12 +57,15 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """`%unload_ext sparkscope`: the magics stay until the kernel restarts; the session ends, its queries run on."""
+    """`%unload_ext sparkscope`: its magics and names go and what they replaced comes back; the session ends, its
+    queries run on."""
     from .notebook.extension import unload
 
     unload(ipython)
 
 
-# LocalServer, Progress, Query, QueryInfo, Rows, Session and connect load lazily through __getattr__ above.
-__all__ = [*_ERRORS, "LocalServer", "Progress", "Query", "QueryInfo", "Rows", "Session", "__version__",  # noqa: F405
-           "connect"]
+# LocalServer, Progress, Query, QueryInfo, Rows, Session, connect and the three errors that are pyspark's too load
+# lazily through __getattr__ above.
+__all__ = ["AnalysisError", "AuthenticationFailed", "Cancelled", "ConfigError", "ConnectionFailed", "LocalServer",
+           "Progress", "Query", "QueryFailed", "QueryInfo", "QueryNotFound", "Rows", "ServerError", "Session",
+           "SparkscopeError", "UnsupportedOperation", "__version__", "connect"]

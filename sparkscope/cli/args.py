@@ -84,8 +84,7 @@ def _server_parser(sub: Any) -> None:
                             description="Manage the embedded local Spark Connect server (a JVM started from "
                                         "the pip-installed pyspark). Its pid, port and log live in "
                                         "$XDG_STATE_HOME/sparkscope/.")
-    actions = server.add_subparsers(dest="action", metavar="{start,stop,status,check,kept,users,logs,token}",
-                                    required=True)
+    actions = server.add_subparsers(dest="action", required=True)
     # `server status --format json` as well as `--format json server status`
     formats = _Parser(add_help=False)
     formats.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS,
@@ -119,7 +118,12 @@ def _server_parser(sub: Any) -> None:
                        help="memory per worker for its executor (default 2g)")
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started", parents=[formats])
     stop.add_argument("--grace", type=_seconds, default=20.0, help="seconds before SIGKILL (default 20)")
-    actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path", parents=[formats])
+    status = actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path",
+                                parents=[formats])
+    for which in (stop, status):  # one server per state dir: --port says which one is meant, and is checked
+        which.add_argument("--port", type=_port, default=None,
+                           help="the port of the server meant (one server runs per state dir: XDG_STATE_HOME "
+                                "chooses another)")
     actions.add_parser("token", help="print the server's token, for a plain pyspark client (stdout only)",
                        parents=[formats])
     check = actions.add_parser("check", parents=[formats],
@@ -138,6 +142,7 @@ def _server_parser(sub: Any) -> None:
     logs = actions.add_parser("logs", help="print the server log")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
+    actions.metavar = "{" + ",".join(actions.choices) + "}"  # every subcommand, as they were added
 
 
 def _kept_parser(actions: Any, formats: argparse.ArgumentParser) -> None:

@@ -26,6 +26,13 @@ def server_main(args: argparse.Namespace) -> int:
     if args.action in ("check", "kept"):
         return _check(args) if args.action == "check" else _kept(args)
     actions = {"start": _start, "token": _token, "stop": _stop, "status": _status, "logs": _logs, "users": _users}
+    if getattr(args, "port", None) is not None and args.action in ("stop", "status"):
+        running = server.running()
+        if running is not None and running.port != args.port:
+            return _fail(args, ConfigError(
+                f"The local server of this state dir runs on port {running.port}, not {args.port}",
+                f"One server runs per state dir ({server.home}): leave out --port, or choose another state dir with "
+                "XDG_STATE_HOME", code="other_port"), 1)
     return actions[args.action](args, server)
 
 

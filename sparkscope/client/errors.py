@@ -3,16 +3,21 @@
 Every error a user can cause ends up as a `SparkscopeError` whose `str()` is one clear sentence
 with a hint on what to do. The original exception stays in `__cause__` and its class name in
 `error_class`, for `--debug` and `:trace`.
+
+Three of them are pyspark's exceptions too (AnalysisError and UnsupportedOperation are AnalysisExceptions, QueryFailed
+a StreamingQueryException), so that pyspark's except clauses catch them. pyspark takes a fifth of a second to import,
+which `import sparkscope` and the REPL's prompt must not wait for: those three classes are made the first time they
+are asked for (this module's __getattr__, or the translation of a failure, which pyspark raised), once per process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import sys
+import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
-
-from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .secrets import redact
 
@@ -37,8 +42,9 @@ class SparkscopeError(Exception):
         self.error_class = error_class
         self.code = code or type(self).code
         self.data = {key: redact(str(value)) for key, value in (data or {}).items()}
-        if isinstance(self, PySparkException):  # one of pyspark's too: its condition and parameters, as pyspark has
-            PySparkException.__init__(self, str(self), _condition(error_class), dict(self.data))
+        loaded = sys.modules.get("pyspark.errors")  # the classes that are pyspark's too were made with it loaded
+        if loaded is not None and isinstance(self, loaded.PySparkException):  # its condition and parameters, too
+            loaded.PySparkException.__init__(self, str(self), _condition(error_class), dict(self.data))
             Exception.__init__(self, str(self))
         else:
             super().__init__(str(self))
@@ -127,18 +133,51 @@ class ServerOutOfMemory(SparkscopeError):
     code = "server_out_of_memory"
 
 
-class AnalysisError(SparkscopeError, AnalysisException):
-    """Spark rejected a plan: unknown table or column, bad schema, bad SQL. Also pyspark's AnalysisException, so
-    that `except AnalysisException` catches it as it catches pyspark's own."""
+# The classes that are pyspark's exceptions too: name -> (pyspark's class, code, docstring). Made by pyspark_kind.
+_PYSPARK_KINDS = {
+    "AnalysisError": ("AnalysisException", "analysis", """Spark rejected a plan: unknown table or column, bad schema,
+    bad SQL. Also pyspark's AnalysisException, so that `except AnalysisException` catches it as it catches pyspark's
+    own."""),
+    "UnsupportedOperation": ("AnalysisException", "unsupported", """An operation Spark does not allow on a streaming
+    DataFrame or with these options (pyspark raises an AnalysisException for it, and this is one too)."""),
+    "QueryFailed": ("StreamingQueryException", "query_failed", """A streaming query terminated with an exception (also
+    pyspark's StreamingQueryException)."""),
+}
+_MAKING = threading.Lock()
 
-    code = "analysis"
+if TYPE_CHECKING:  # what the classes are, for the type checker; pyspark_kind makes them
+    from pyspark.errors import AnalysisException, StreamingQueryException
+
+    class AnalysisError(SparkscopeError, AnalysisException):
+        code = "analysis"
+
+    class UnsupportedOperation(SparkscopeError, AnalysisException):
+        code = "unsupported"
+
+    class QueryFailed(SparkscopeError, StreamingQueryException):
+        code = "query_failed"
 
 
-class UnsupportedOperation(SparkscopeError, AnalysisException):
-    """An operation Spark does not allow on a streaming DataFrame or with these options (pyspark raises an
-    AnalysisException for it, and this is one too)."""
+def pyspark_kind(name: str) -> type[SparkscopeError]:
+    """The class `name` of _PYSPARK_KINDS, made once (importing pyspark) and then this module's own."""
+    made: type[SparkscopeError] | None = globals().get(name)
+    if made is None:
+        with _MAKING:  # two threads must not make two classes: `except` would catch one only
+            made = globals().get(name)
+            if made is None:
+                from pyspark import errors as pyspark_errors
 
-    code = "unsupported"
+                base, code, doc = _PYSPARK_KINDS[name]
+                made = type(name, (SparkscopeError, getattr(pyspark_errors, base)),
+                            {"__doc__": doc, "code": code, "__module__": __name__, "__qualname__": name})
+                globals()[name] = made
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PYSPARK_KINDS:
+        return pyspark_kind(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class NotOwner(SparkscopeError):
@@ -151,12 +190,6 @@ class QueryNotFound(SparkscopeError):
     """No query of this session has that name or id."""
 
     code = "query_not_found"
-
-
-class QueryFailed(SparkscopeError, StreamingQueryException):
-    """A streaming query terminated with an exception (also pyspark's StreamingQueryException)."""
-
-    code = "query_failed"
 
 
 class Cancelled(SparkscopeError):
@@ -537,7 +570,7 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
     mismatch = re.search(_PYTHON_MISMATCH, text)
     if mismatch:
         server, client = mismatch.group(1), mismatch.group(2)
-        return UnsupportedOperation(
+        return pyspark_kind("UnsupportedOperation")(
             f"The server's Python is {server} and this client's is {client}: Python code sent to the server (UDFs, "
             "foreachBatch, Python data sources) needs the same minor version on both sides",
             f"Run this client with Python {server}, or use a server whose Python is {client} (docs/clusters.md)",
@@ -546,12 +579,12 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
     if missing:
         module = missing.group(1)
         if module == "pyarrow":  # Spark 4.1+ runs a plain udf through Arrow unless the session says otherwise
-            return UnsupportedOperation(
+            return pyspark_kind("UnsupportedOperation")(
                 "The server's Python has no module 'pyarrow', which Arrow UDFs (the default for udf) need there",
                 "For a plain udf: spark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'false'), or "
                 "udf(…, useArrow=False); or install server-config/requirements.txt in the server's Python",
                 "ModuleNotFoundError", code="server_lacks_module", data={"module": module})
-        return UnsupportedOperation(
+        return pyspark_kind("UnsupportedOperation")(
             f"The server's Python has no module '{module}', which Python code sent to it imports",
             f"Install it in the server's Python (sparkscope's own needs are in server-config/requirements.txt); "
             f"{SERVER_CHECK_HINT}", "ModuleNotFoundError", code="server_lacks_module", data={"module": module})
@@ -568,11 +601,11 @@ def _python_worker_error(text: str) -> SparkscopeError | None:
 # do not go together) reach the client as a gRPC status's details, with the same shape.
 _JAR_ERROR = re.compile(r"SPARKSCOPE_(NOT_OWNER|RING_GONE|FEED_GONE|UNKNOWN_CALL|LIMIT|NAME_TAKEN|NOT_YOUR_USER|"
                         r"NO_TOKEN|UNKNOWN_TOKEN): ([^\n\"]*)")
-_JAR_HINTS = {
+_JAR_HINTS: dict[str, tuple[type[SparkscopeError] | str, str, str]] = {
     "NOT_OWNER": (NotOwner, "not_owner", "Ask that user, or start a query of your own"),
     "RING_GONE": (SparkscopeError, "ring_gone", "Start the query again to keep new rows"),
     "FEED_GONE": (SparkscopeError, "feed_gone", "Make a new one with ss.source.memory(schema)"),
-    "UNKNOWN_CALL": (UnsupportedOperation, "jar_protocol", "Use a sparkscope of the same version as the jar on the "
+    "UNKNOWN_CALL": ("UnsupportedOperation", "jar_protocol", "Use a sparkscope of the same version as the jar on the "
                      "server's class path"),
     "LIMIT": (ConfigError, "server_limit", "Ask for less, or ask the server's owner to raise that setting"),
     "NAME_TAKEN": (ConfigError, "name_taken", "Pick another name"),
@@ -588,7 +621,8 @@ def jar_error(text: str) -> SparkscopeError | None:
     found = _JAR_ERROR.search(text)
     if found is None:
         return None
-    kind, code, hint = _JAR_HINTS[found.group(1)]
+    named, code, hint = _JAR_HINTS[found.group(1)]
+    kind: type[SparkscopeError] = pyspark_kind(named) if isinstance(named, str) else named
     sentence, _, advice = found.group(2).strip().partition("; ")  # the jar's own advice, where it gives one
     hint = advice[:1].upper() + advice[1:] if advice else hint
     return kind(sentence[:1].upper() + sentence[1:], hint, f"SPARKSCOPE_{found.group(1)}", code=code)
@@ -640,11 +674,11 @@ def translate(exc: BaseException) -> SparkscopeError:
     if _is_pyspark(exc, "StreamingQueryException"):
         foreign = foreign_checkpoint(text)
         if foreign is not None:
-            return QueryFailed(f"{_strip_sqlstate(first).rstrip('.')}: {foreign}", FOREIGN_CHECKPOINT_HINT,
+            return pyspark_kind("QueryFailed")(f"{_strip_sqlstate(first).rstrip('.')}: {foreign}", FOREIGN_CHECKPOINT_HINT,
                                error_class or name, code="foreign_checkpoint")
         if worker is not None:
-            return QueryFailed(worker.message, worker.hint, error_class or name, code=worker.code, data=worker.data)
-        return QueryFailed(_strip_sqlstate(first), "", error_class or name)
+            return pyspark_kind("QueryFailed")(worker.message, worker.hint, error_class or name, code=worker.code, data=worker.data)
+        return pyspark_kind("QueryFailed")(_strip_sqlstate(first), "", error_class or name)
     if worker is not None:
         return worker
     python_failed = (_is_pyspark(exc, "PythonException") or (error_class or "").startswith("PYTHON_")
@@ -661,10 +695,10 @@ def translate(exc: BaseException) -> SparkscopeError:
         message = _strip_sqlstate(first)
         code, hint = _hint_for(error_class)
         if error_class.startswith(UNSUPPORTED_CONDITIONS):
-            return UnsupportedOperation(message, hint, error_class, code=code)
-        return AnalysisError(message, hint, error_class, code=code)
+            return pyspark_kind("UnsupportedOperation")(message, hint, error_class, code=code)
+        return pyspark_kind("AnalysisError")(message, hint, error_class, code=code)
     if _is_pyspark(exc, "AnalysisException", "ParseException", "IllegalArgumentException"):
-        return AnalysisError(_strip_sqlstate(first), "", name)
+        return pyspark_kind("AnalysisError")(_strip_sqlstate(first), "", name)
     return SparkscopeError(_strip_sqlstate(first) or name, "", name)
 
 

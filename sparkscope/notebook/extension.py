@@ -6,24 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from .kernel import Notebook
-from .magics import Magics, databricks_cell
+from .magics import Magics
 from .streams import NotebookDisplay
 
-_loaded: dict[int, Notebook] = {}  # one per IPython shell
+_loaded: dict[int, tuple[Notebook, Magics]] = {}  # one per IPython shell
 
 
 def load(shell: Any) -> None:
     if id(shell) in _loaded:
         return
     notebook = Notebook(shell)
-    Magics(notebook).register()
+    magics = Magics(notebook)
+    magics.register()
     notebook.load(display=NotebookDisplay(notebook))
-    _loaded[id(shell)] = notebook
+    _loaded[id(shell)] = (notebook, magics)
 
 
 def unload(shell: Any) -> None:
-    notebook = _loaded.pop(id(shell), None)
-    if notebook is not None:
-        if databricks_cell in shell.input_transformers_cleanup:
-            shell.input_transformers_cleanup.remove(databricks_cell)
+    """Everything load put in the shell, taken away, and what it replaced, given back; a later load starts anew."""
+    loaded = _loaded.pop(id(shell), None)
+    if loaded is not None:
+        notebook, magics = loaded
+        magics.unregister()
         notebook.unload()

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..repl.commands.listing import REGISTRY
-from ..repl.commands.registry import UsageError, split_args
+from ..repl.commands.registry import UsageError
 from ..repl.output.results import Block, Table
 from ..repl.prompt.completion import command_candidates
 
@@ -50,8 +50,13 @@ def databricks_cell(lines: list[str]) -> list[str]:
 class Magics:
     def __init__(self, notebook: Notebook):
         self.notebook = notebook
+        self._replaced: dict[tuple[str, str], Any] = {}  # (kind, name) -> the magic that was there (None: none)
+        self._completers: dict[str, Any] = {}  # %name -> our completer, registered in IPython's dispatcher
 
     def register(self) -> None:
+        """The magics in the shell. A name IPython or another extension has as a line magic stays theirs (ours is
+        %sparkscope NAME); %%sql, %sparkscope and %fs take the place of any magic of their name, each said in one
+        line, and unregister gives it back."""
         shell = self.notebook.shell
         taken = set(shell.magics_manager.magics["line"])
         for name in REGISTRY.names():
@@ -60,13 +65,44 @@ class Magics:
             if name in taken:  # IPython's own (%ls): ours is %sparkscope ls
                 self.notebook.magic_names[name] = f"%sparkscope {name}"
                 continue
-            shell.register_magic_function(self._line(name), "line", name)
+            self._add(self._line(name), "line", name)
             self.notebook.magic_names[name] = f"%{name}"
-            shell.set_hook("complete_command", self._completer(name), str_key=f"%{name}")
-        shell.register_magic_function(self.sparkscope, "line", "sparkscope")
-        shell.register_magic_function(self.sql_cell, "cell", "sql")
-        shell.register_magic_function(self.fs, "line", "fs")
+            completer = self._completer(name)
+            self._completers[f"%{name}"] = completer
+            shell.set_hook("complete_command", completer, str_key=f"%{name}")
+        self._add(self.sparkscope, "line", "sparkscope")
+        self._add(self.sql_cell, "cell", "sql")
+        self._add(self.fs, "line", "fs")
         shell.input_transformers_cleanup.append(databricks_cell)
+
+    def _add(self, function: Any, kind: str, name: str) -> None:
+        shell = self.notebook.shell
+        before = shell.magics_manager.magics[kind].get(name)
+        self._replaced[(kind, name)] = before
+        if before is not None:
+            print(f"note: sparkscope's {'%%' if kind == 'cell' else '%'}{name} takes the place of the one "
+                  f"{_origin(before)} gave (%unload_ext sparkscope gives it back)")
+        shell.register_magic_function(function, kind, name)
+
+    def unregister(self) -> None:
+        """Every magic, completer and input transformer register added, taken away; each magic it replaced, back."""
+        shell = self.notebook.shell
+        for (kind, name), before in self._replaced.items():
+            if before is None:
+                shell.magics_manager.magics[kind].pop(name, None)
+            else:
+                shell.magics_manager.magics[kind][name] = before
+        dispatcher = shell.strdispatchers.get("complete_command")
+        for key, completer in self._completers.items():
+            chain = dispatcher.strs.get(key) if dispatcher is not None else None
+            if chain is None:
+                continue
+            chain.chain = [(priority, hook) for priority, hook in chain.chain
+                           if getattr(hook, "__func__", hook) is not completer]
+            if not chain.chain:
+                del dispatcher.strs[key]
+        if databricks_cell in shell.input_transformers_cleanup:
+            shell.input_transformers_cleanup.remove(databricks_cell)
 
     def _line(self, name: str) -> Any:
         def magic(line: str) -> None:
@@ -81,10 +117,10 @@ class Magics:
         """One command, as its colon line runs in the REPL; %watch, %tail and %help as a notebook has them."""
         from . import streams
 
-        command = REGISTRY.lookup(name).name
         try:
-            if command == "watch":
-                streams.watch(self.notebook, split_args(line))
+            command = REGISTRY.lookup(name).name
+            if command == "watch":  # read by the REPL's own parser: its options and arguments, its one-line errors
+                streams.watch(self.notebook, REGISTRY.parse(f":watch {line}".rstrip()).args)
                 return
             if command == "sql":  # as a Databricks %sql line reads in the REPL (an empty one says what to give)
                 self.notebook.executor.run(f"%sql {line}".rstrip())
@@ -129,12 +165,13 @@ class Magics:
             self.notebook.executor.report(exc)
 
     def sql_cell(self, line: str, cell: str) -> None:
-        """%%sql: the cell's SQL, as :sql runs it (its lines joined)."""
-        statement = " ".join(f"{line} {cell}".split())
+        """%%sql: the cell's SQL, as :sql runs it, reaching Spark exactly as written (its comments, line breaks and
+        the spaces inside its literals)."""
+        statement = f"{line}\n{cell}".strip()
         if not statement:
             self.notebook.executor.report(UsageError("%%sql needs a statement", "e.g. SELECT * FROM counts"))
             return
-        self.notebook.executor.run(f":sql {statement}")
+        self.notebook.executor.run_command(f":sql {statement}")
 
     def fs(self, line: str) -> None:
         """%fs ls|head|mkdirs|rm|cp|mv|put …, as in the REPL (dbutils.fs over this machine's files)."""
@@ -171,6 +208,13 @@ class Magics:
         from ..client.queries.dataframes import is_dataframe
 
         return sorted(k for k, v in list(self.notebook.shell.user_ns.items()) if is_dataframe(v) and not k.startswith("_"))
+
+
+def _origin(magic: Any) -> str:
+    """Who gave a magic, in words: the module of its Magics class (another extension) or of its function."""
+    owner = getattr(magic, "__self__", None)
+    module = type(owner).__module__ if owner is not None else getattr(magic, "__module__", None)
+    return f"{module.split('.')[0]}" if module else "another extension"
 
 
 def _connect_flags(line: str) -> tuple[str | None, str | None, str | None, bool]:

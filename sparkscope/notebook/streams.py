@@ -80,8 +80,9 @@ def follow_stream(notebook: Notebook, query: Any) -> None:
         _drain(batches, last, handle, notebook)
         ended = query.state
         note = f"{query.name} ended ({ended}): this output no longer updates."
-        if query.error:
-            note += f" {error_line(SparkscopeError(query.error))}"
+        failure = query.exception
+        if failure is not None:
+            note += f" {error_line(SparkscopeError(failure.short))}"
     except KeyboardInterrupt:
         note = (f"Stopped updating: the kernel was interrupted. {query.name} keeps running "
                 f"(:stop {query.name} ends it).")

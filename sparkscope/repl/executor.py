@@ -251,6 +251,12 @@ class Executor:
             return self._run_command(command)
         return self._run_python(text.lstrip()[len("%python"):].lstrip("\n"))
 
+    def run_command(self, line: str) -> bool:
+        """Run one colon command whose arguments may span lines (a notebook's %%sql cell): never split into
+        statements as a pasted script is. True when it succeeded."""
+        self.warm_up()
+        return self._run_command(line)
+
     def _run_command(self, line: str) -> bool:
         from .commands.registry import Runs, UsageError
         from .worker import cancel_notice, command_timeout, run_in_worker

@@ -35,6 +35,7 @@ class SessionHolder:
         self.startup: str | None = None  # how the embedded server's start goes, while it starts
         self.session_wanted = False  # a command waited for the session while it connected
         self._on_demand: Callable[[], Any] | None = None  # opens the session the first time one is waited for
+        self.given: dict[str, Any] = {}  # the names the session gave the namespace, last time (a host takes them back)
         self._demand_lock = threading.Lock()
 
     @property
@@ -109,8 +110,9 @@ class SessionHolder:
         from .habits.install import install
 
         install()
-        self.namespace.update({"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
-                               "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit})
+        self.given = {"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,
+                      "window": F.window, "col": F.col, "expr": F.expr, "lit": F.lit}
+        self.namespace.update(self.given)
         if watch:
             self._watch(session)
 

@@ -92,6 +92,40 @@ def test_a_notebook_loads_sparkscope_displays_a_live_stream_and_runs_the_magics(
     assert "Check the name with %sql SHOW TABLES" in out["bad code"] and "Traceback" not in out["bad code"]
 
 
+def test_a_notebook_s_sql_reaches_spark_as_written_and_the_extension_behaves_as_ipython_s_own(remote_url):
+    """Issue 63, rows 1 to 7, in a real kernel: %%sql's comments and literals, a failing stream's display(), a cell
+    that only binds T, and an unload and a second load."""
+    steps = {
+        "load": cell("%load_ext sparkscope"),
+        "bind": cell("T = 3\nF = 1\nprint('spark' in globals(), T + F)"),
+        "connect": cell(f"%sparkscope --remote {remote_url}"),
+        "literal": cell("%%sql\nselect 'a  b' as s, length('a  b') as n"),
+        "comment": cell("%%sql\n-- a comment\nselect 1 as one"),
+        "line": cell("%sql select 'c   d' as t"),
+        "failing": cell("bad = spark.readStream.format('rate').load().selectExpr('raise_error(\"boom\")')\n"
+                        "display(bad, streamName='failing_display')"),
+        "unload": cell("%unload_ext sparkscope"),
+        "gone": cell("print([name for name in ('spark', 'ss', 'dbutils', 'F') if name in globals()])"),
+        "reload": cell("%load_ext sparkscope"),
+        "again": cell(f"%sparkscope --remote {remote_url}"),
+        "sql": cell("%sql select 3 as three"),
+        "stop": cell("%stop --all"),
+    }
+    nb, _ = run(list(steps.values()))
+    out = {name: text_of(nb.cells[position]) for position, name in enumerate(steps)}
+    assert out["bind"].strip() == "False 4", out["bind"]  # T = 3 opened no session, and T is the user's
+    assert re.search(r"\| a  b +\| 4 +\|", out["literal"]), out["literal"]
+    assert re.search(r"\| 1 +\|", out["comment"]) and "error" not in out["comment"], out["comment"]
+    assert re.search(r"\| c   d +\|", out["line"]), out["line"]
+    assert "failing_display ended (failed): this output no longer updates. error: " in out["failing"], out["failing"]
+    assert "boom" in out["failing"] and "Traceback" not in out["failing"], out["failing"]
+    assert out["gone"].strip() == "[]", out["gone"]
+    assert "error" not in out["again"] and re.search(r"\| 3 +\|", out["sql"]), out["sql"]
+    errors = [name for position, name in enumerate(steps)
+              if any(o["output_type"] == "error" for o in nb.cells[position].get("outputs", []))]
+    assert errors == [], errors
+
+
 def test_ipython_in_a_terminal_loads_sparkscope_and_ctrl_c_ends_a_wait_never_the_stream(remote_url, tmp_path):
     import os
 

@@ -86,12 +86,27 @@ def interrupt_a_long_sql(repl: Repl) -> str:
     return repl.prompt()
 
 
+# What Ctrl-C in a long SQL says: the server interrupted the operation, or (on a busy machine, where the server does
+# not answer the interrupt within its wait) the call was abandoned. Both are true answers, and both say the streams
+# run on; the prompt comes back either way.
+CANCELLED = re.compile(r"Cancelled: (the operation was interrupted|the server did not answer, so the call was "
+                       r"abandoned); streaming queries keep running\.")
+
+
 def test_ctrl_c_cancels_a_long_sql_but_not_the_streaming_query(repl):
     repl.run(":start keeps ss.source.rate(5)")
     out = interrupt_a_long_sql(repl)
-    assert "Cancelled: the operation was interrupted; streaming queries keep running." in out
-    out = repl.run(":queries")
-    assert re.search(r"\| keeps\s+\| [0-9a-f]{8} \| active", out)
+    assert CANCELLED.search(out), out
+    first = _batch_of_keeps(repl)
+    wait_for(lambda: _batch_of_keeps(repl) > first, timeout=60, what="keeps making batches after the Ctrl-C")
+
+
+def _batch_of_keeps(repl: Repl) -> int:
+    """The batch :queries shows for `keeps`, which must be active."""
+    row = next(line for line in repl.run(":queries").splitlines() if line.startswith("| keeps "))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[2] == "active", row  # name, id, state, sink, mode, trigger, batch, …
+    return int(cells[6]) if cells[6].isdigit() else -1
 
 
 def test_ctrl_c_cancels_also_when_the_repl_was_started_with_sigint_ignored(remote_url):
@@ -103,7 +118,7 @@ def test_ctrl_c_cancels_also_when_the_repl_was_started_with_sigint_ignored(remot
     repl = Repl(child)
     repl.prompt()
     out = interrupt_a_long_sql(repl)
-    assert "Cancelled: the operation was interrupted; streaming queries keep running." in out
+    assert CANCELLED.search(out), out
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=30)
 

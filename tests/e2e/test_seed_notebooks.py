@@ -39,14 +39,23 @@ def _notebook(url: str, sources: list[str], waits: dict[int, str], displays: tup
     return made, where
 
 
-def _errors(nb, where: list[int]) -> dict[int, list[str]]:
-    """The failures' lines, by the position in the seed of the cell they came from."""
-    failed = {}
-    for position, index in enumerate(where):
-        lines = [line for line in text_of(nb.cells[index]).splitlines()
-                 if line.startswith(("error:", "Traceback", "UsageError", "SyntaxError", "NameError", "ERROR"))]
+def _errors(nb, where: list[int]) -> dict[int | str, list[str]]:
+    """Every cell's failures: each error output (whatever the exception's type: IPython's header starts with it) and
+    each line a magic said on stderr (`error: …`). The seed's cells by their position in the seed, the test's own (the
+    load, the waits, the last %stop) as "test cell N": those must have none."""
+    seed_of = {index: position for position, index in enumerate(where)}
+    failed: dict[int | str, list[str]] = {}
+    for index, executed in enumerate(nb.cells):
+        lines = []
+        for output in executed.get("outputs", []):
+            if output["output_type"] == "error":  # sparkscope's one line (CellFailed), or any other exception
+                value = re.sub(r"\x1b\[[0-9;]*m", "", output["evalue"])
+                value = re.sub(r" \([^()]*, line \d+\)$", "", value)  # a SyntaxError's cell file: a number each run
+                lines.append(value if output["ename"] == "CellFailed" else f"{output['ename']}: {value}")
+            elif output["output_type"] == "stream" and output.get("name") == "stderr":
+                lines += [line for line in output["text"].splitlines() if line.startswith("error:")]
         if lines:
-            failed[position] = lines
+            failed[seed_of.get(index, f"test cell {index}")] = lines
     return failed
 
 

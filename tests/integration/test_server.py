@@ -40,6 +40,18 @@ def test_status_shows_pid_port_url_uptime_version_and_log(server):
     assert re.fullmatch(r"(\d+h \d{2}m|\d+m) \d{2}s", lines["uptime"]), lines["uptime"]
 
 
+def test_status_and_stop_of_another_port_say_that_one_server_runs_per_state_dir(server, sandbox):
+    mine = run_sparkscope("server", "status", "--port", str(server.port))
+    assert mine.returncode == 0 and f"port    {server.port}" in mine.stdout
+    for action in ("status", "stop"):
+        other = run_sparkscope("server", action, "--port", str(server.port + 1))
+        assert other.returncode == 1 and other.stderr.strip() == (
+            f"error: The local server of this state dir runs on port {server.port}, not {server.port + 1}. One server "
+            f"runs per state dir ({sandbox / 'state' / 'sparkscope'}): leave out --port, or choose another state dir "
+            "with XDG_STATE_HOME."), other.stderr
+    assert run_sparkscope("server", "status").returncode == 0  # the stop of another port stopped nothing
+
+
 def test_server_binds_loopback_only(server):
     cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     assert b"spark.connect.grpc.binding.port=%d" % server.port in b" ".join(cmdline)

@@ -84,7 +84,7 @@ def magic(line: str) -> str | None:
     if name == "sql":
         if not body:
             raise UsageError("%sql needs a statement", "e.g. %sql SELECT * FROM counts")
-        return f":sql {' '.join(body.split())}"
+        return f":sql {body}"  # the SQL as written: its line breaks end its -- comments, its literals keep their spaces
     if name in ("python", "fs"):
         return None
     instead = {"md": "Markdown cells are notes: leave them out, or keep them as # comments",

@@ -67,3 +67,16 @@ def test_output_into_a_pipe_closed_early_ends_quietly():
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_server_s_usage_lists_every_subcommand_and_stop_and_status_take_a_port():
+    from sparkscope.cli.args import build_parser
+
+    parser = build_parser(["server", "--help"])
+    server = next(action for action in parser._subparsers._group_actions[0].choices.values()  # noqa: SLF001
+                  if action.prog.endswith("server"))
+    usage = server.format_usage()
+    for name in ("start", "stop", "status", "token", "check", "kept", "users", "check-java", "logs"):
+        assert name in usage, (name, usage)
+    assert build_parser(["server", "stop"]).parse_args(["server", "stop", "--port", "15003"]).port == 15003
+    assert build_parser(["server", "status"]).parse_args(["server", "status", "--port", "15003"]).port == 15003

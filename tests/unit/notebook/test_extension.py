@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("IPython")
-
 
 @pytest.fixture
 def shell():
@@ -86,4 +84,109 @@ def test_display_of_anything_but_a_dataframe_stays_ipython_s(shell, capsys):
     assert capsys.readouterr().out.strip() == "Rich()"  # a console shows text/plain, as IPython's display does
     from sparkscope.notebook import extension
 
-    assert not extension._loaded[id(shell)].executor.holder.started  # display() alone opened no session
+    assert not extension._loaded[id(shell)][0].executor.holder.started  # display() alone opened no session
+
+
+def _notebook(shell):
+    from sparkscope.notebook import extension
+
+    return extension._loaded[id(shell)][0]
+
+
+def test_a_cell_that_binds_t_or_f_or_names_spark_in_a_string_opens_no_session(shell):
+    for source in ("T = 3", "F = 1\nprint(F)", "x = 'spark.range(3)'  # spark", "def f(spark):\n    return spark",
+                   "import pyspark.sql.types as T\nT.StringType()"):
+        assert shell.run_cell(source).success, source
+        assert not _notebook(shell).executor.holder.started, source
+
+
+def test_a_cell_needs_the_session_when_its_code_reads_a_name_the_session_gives():
+    from sparkscope.notebook.kernel import needs_session
+
+    assert needs_session("spark.range(3).count()", {})
+    assert needs_session("df = ss.source.rate(10)", {})
+    assert needs_session("print(T.StringType())", {})
+    assert needs_session("x = col('a')", {})
+    assert not needs_session("spark.range(1)", {"spark": object()})  # already there
+    assert not needs_session("T = 3", {})
+    assert not needs_session("for T in range(3):\n    print(T)", {})
+    assert not needs_session("get_ipython().run_cell_magic('sql', '', 'select * from spark')", {})
+    assert not needs_session("this is not python", {})
+
+
+class Mine(Exception):
+    pass
+
+
+@pytest.fixture
+def bare_shell():
+    """An IPython shell with no sparkscope loaded (a test loads it)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    made = InteractiveShell.instance(config=config)
+    yield made
+    from sparkscope.notebook import extension
+
+    if id(made) in extension._loaded:
+        made.run_line_magic("unload_ext", "sparkscope")
+    InteractiveShell.clear_instance()
+
+
+def test_another_extension_s_exception_handler_runs_while_loaded_and_comes_back_on_unload(bare_shell):
+    seen = []
+
+    def handler(shell, etype, value, tb, tb_offset=None):
+        seen.append(etype.__name__)
+
+    bare_shell.set_custom_exc((Mine, ZeroDivisionError), handler)
+    bare_shell.run_line_magic("load_ext", "sparkscope")
+    bare_shell.run_cell("1 / 0")
+    bare_shell.user_ns["Mine"] = Mine
+    bare_shell.run_cell("raise Mine('theirs')")
+    assert seen == ["ZeroDivisionError", "Mine"]  # chained: theirs, not sparkscope's nor IPython's
+    bare_shell.run_line_magic("unload_ext", "sparkscope")
+    bare_shell.run_cell("1 / 0")
+    assert seen == ["ZeroDivisionError", "Mine", "ZeroDivisionError"]
+    assert bare_shell.custom_exceptions == (Mine, ZeroDivisionError)
+
+
+def test_unload_gives_back_the_magics_and_names_sparkscope_took_and_a_reload_works(bare_shell, capsys):
+    ran = []
+
+    def their_sql(line, cell):
+        ran.append(cell.strip())
+
+    bare_shell.register_magic_function(their_sql, "cell", "sql")
+    bare_shell.user_ns["display"] = "the user's own display"
+    bare_shell.run_line_magic("load_ext", "sparkscope")
+    said = capsys.readouterr().out
+    assert "note: sparkscope's %%sql takes the place of the one test_extension gave (%unload_ext sparkscope gives it back)" \
+        in said
+    line, cell = bare_shell.magics_manager.magics["line"], bare_shell.magics_manager.magics["cell"]
+    assert cell["sql"].__module__ == "sparkscope.notebook.magics" and "peek" in line
+    assert "dbutils" in bare_shell.user_ns and bare_shell.user_ns["display"] != "the user's own display"
+    bare_shell.run_line_magic("unload_ext", "sparkscope")
+    assert "peek" not in line and "sparkscope" not in line and "fs" not in line
+    bare_shell.run_cell("%%sql\nselect 1")
+    assert ran == ["select 1"]  # theirs again
+    assert bare_shell.user_ns["display"] == "the user's own display" and "dbutils" not in bare_shell.user_ns
+    assert "%peek" not in bare_shell.strdispatchers["complete_command"].strs
+    bare_shell.run_line_magic("load_ext", "sparkscope")  # a second load is a first one
+    assert "peek" in line and cell["sql"].__module__ == "sparkscope.notebook.magics"
+    bare_shell.run_line_magic("help", "")
+    assert "| %peek " in capsys.readouterr().out
+
+
+def test_a_bad_option_or_command_is_said_in_the_notebook_s_own_spelling(shell, capsys):
+    shell.run_line_magic("watch", "--bogus")
+    shell.run_line_magic("sparkscope", "nosuchcmd")
+    shell.run_line_magic("help", "nosuch")
+    said = capsys.readouterr()
+    assert (said.out + said.err).strip().splitlines() == [
+        "error: Unknown option --bogus for %watch. Options: none.",
+        "error: Unknown command %nosuchcmd. Type %help for the list.",
+        "error: Unknown command %nosuch. Type %help for the list."]
+    assert not _notebook(shell).executor.holder.started

@@ -54,16 +54,28 @@ def test_no_timer_prints_into_a_question_and_it_counts_again_from_the_answer(mon
 
     from sparkscope.repl import worker
 
+    from tests.helpers import wait_for
+
+    class Looked(threading.Event):
+        """The question's flag, counting how often the wait looked at it."""
+
+        looks = 0
+
+        def is_set(self) -> bool:
+            self.looks += 1
+            return super().is_set()
+
     monkeypatch.setattr(worker, "SLOW_NOTICE", 0.05)
     ctx = SimpleNamespace(session_or_none=lambda: None, interactive=True, err=io.StringIO(), cancelled=None,
-                          asking=threading.Event())
+                          asking=Looked())
     said_while_asking: list[str] = []
 
     def command() -> str:
         ctx.asking.set()  # as Executor.confirm does around the question
         asked = time.monotonic()
-        while time.monotonic() - asked < 20 * worker.SLOW_NOTICE:  # a slow answer: ten notices' worth of time
-            time.sleep(0.01)
+        wait_for(lambda: time.monotonic() - asked > 4 * worker.SLOW_NOTICE, what="a slow answer")
+        looks = ctx.asking.looks  # the fact: the wait looked again, well past the notice's time, while asking
+        wait_for(lambda: ctx.asking.looks >= looks + 3, what="the wait to look at the question again")
         said_while_asking.append(ctx.err.getvalue())
         ctx.asking.clear()
         return "answered"

@@ -89,33 +89,7 @@ def _server_parser(sub: Any) -> None:
     formats = _Parser(add_help=False)
     formats.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS,
                          help="how the result is printed (default: table)")
-    start = actions.add_parser("start", help="start the server, or reuse the running one", parents=[formats])
-    start.add_argument("--port", type=_port, default=None, help="gRPC port (default 15002)")
-    start.add_argument("--master", default="local[*]", help="local[*] (default) or spark://host:7077")
-    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                       help="extra Spark configuration; repeatable")
-    start.add_argument("--timeout", type=_seconds, default=180.0,
-                       help="seconds to wait for the server (default 180)")
-    start.add_argument("--kafka", action="store_true",
-                       help="add Spark's Kafka connector (spark-sql-kafka, downloaded from Maven Central by "
-                            "spark.jars.packages); without it sparkscope's own Kafka source and sink are used")
-    start.add_argument("--restore", nargs="*", metavar="NAME", default=None,
-                       help="then restart, from their checkpoints, the catalogued queries that were running on it; "
-                            "after it ran out of memory, those that ran then only when named (--restore NAME…)")
-    start.add_argument("--no-token", action="store_true",
-                       help="let any local user connect without a token (not recommended)")
-    start.add_argument("--driver-memory", default=None, metavar="SIZE",
-                       help="the server's driver heap, e.g. 4g (default: a quarter of this machine's RAM, "
-                            "from 1g to 8g)")
-    start.add_argument("--ui", action="store_true",
-                       help="turn on the Spark UI (off by default: every user of this machine could read it)")
-    start.add_argument("--workers", type=_workers, default=0, metavar="N",
-                       help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
-                            "classes, everything on 127.0.0.1), instead of local mode")
-    start.add_argument("--worker-cores", type=_workers, default=None, metavar="N",
-                       help="cores per worker (default: this machine's cores shared among the workers)")
-    start.add_argument("--worker-memory", default="2g", metavar="SIZE",
-                       help="memory per worker for its executor (default 2g)")
+    _start_parser(actions, formats)
     stop = actions.add_parser("stop", help="stop the server this machine's sparkscope started", parents=[formats])
     stop.add_argument("--grace", type=_seconds, default=20.0, help="seconds before SIGKILL (default 20)")
     status = actions.add_parser("status", help="pid, port, URL, uptime, Spark version, auth and log path",
@@ -143,6 +117,36 @@ def _server_parser(sub: Any) -> None:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=200, help="lines to show (default 200)")
     actions.metavar = "{" + ",".join(actions.choices) + "}"  # every subcommand, as they were added
+
+
+def _start_parser(actions: Any, formats: argparse.ArgumentParser) -> None:
+    start = actions.add_parser("start", help="start the server, or reuse the running one", parents=[formats])
+    start.add_argument("--port", type=_port, default=None, help="gRPC port (default 15002)")
+    start.add_argument("--master", default="local[*]", help="local[*] (default) or spark://host:7077")
+    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="extra Spark configuration; repeatable")
+    start.add_argument("--timeout", type=_seconds, default=180.0,
+                       help="seconds to wait for the server (default 180)")
+    start.add_argument("--kafka", action="store_true",
+                       help="add Spark's Kafka connector (spark-sql-kafka, downloaded from Maven Central by "
+                            "spark.jars.packages); without it sparkscope's own Kafka source and sink are used")
+    start.add_argument("--restore", nargs="*", metavar="NAME", default=None,
+                       help="then restart, from their checkpoints, the catalogued queries that were running on it; "
+                            "after it ran out of memory, those that ran then only when named (--restore NAME…)")
+    start.add_argument("--no-token", action="store_true",
+                       help="let any local user connect without a token (not recommended)")
+    start.add_argument("--driver-memory", default=None, metavar="SIZE",
+                       help="the server's driver heap, e.g. 4g (default: a quarter of this machine's RAM, "
+                            "from 1g to 8g)")
+    start.add_argument("--ui", action="store_true",
+                       help="turn on the Spark UI (off by default: every user of this machine could read it)")
+    start.add_argument("--workers", type=_workers, default=0, metavar="N",
+                       help="run on a standalone cluster of this machine: a master and N workers (Spark's own "
+                            "classes, everything on 127.0.0.1), instead of local mode")
+    start.add_argument("--worker-cores", type=_workers, default=None, metavar="N",
+                       help="cores per worker (default: this machine's cores shared among the workers)")
+    start.add_argument("--worker-memory", default="2g", metavar="SIZE",
+                       help="memory per worker for its executor (default 2g)")
 
 
 def _kept_parser(actions: Any, formats: argparse.ArgumentParser) -> None:

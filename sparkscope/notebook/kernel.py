@@ -135,7 +135,6 @@ class Notebook:
         for entry in self._filters:
             with contextlib.suppress(ValueError):
                 cast(list, warnings.filters).remove(entry)
-        getattr(warnings, "_filters_mutated", lambda: None)()  # what the warnings module caches, forgotten
         self.close()
         namespace = self.shell.user_ns
         given = {"display": namespace.get("display"), "dbutils": self.executor.dbutils, **self.executor.holder.given}

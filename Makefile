@@ -98,7 +98,7 @@ TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j4 $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients
+	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients --ignore=tests/e2e/test_guide.py
 	$(BIN)/python -m pytest tests/cluster -q
 	@mkdir -p .test-logs; echo "$(BIN)/python -m pytest tests/servers -q --durations=5 (beside the client tier)"; \
 	$(BIN)/python -m pytest tests/servers -q --durations=5 > .test-logs/servers.log 2>&1 & servers=$$!; \

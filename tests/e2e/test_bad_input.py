@@ -34,7 +34,10 @@ CASES = [
     (":start x r --sink memory --grace 5m", "error: Only the bounded sink takes grace, not the memory sink. "
                                             "Leave out --sink (the default sink keeps its rows --grace after the "
                                             "query), or --grace."),
-    (":start x r --grace soon", "error: 'soon' is not a time interval. Write it like 5s, 500ms, 1 minute."),
+    (":start x r --grace soon", "error: 'soon' is not a grace period. Write it like 30s, 15m, 2h or 2d (at most 7 "
+                                "days), or 0 to free the rows as soon as the query ends."),
+    (":start x r --grace 30d", "error: A grace period of 30 days is longer than the longest, 7 days. Keep what must "
+                               "outlive its query longer in a file sink (--sink parquet)."),
     (":start x r --bogus 1", "error: Unknown option --bogus for :start."),
     (":start bad-name r", "error: 'bad-name' is not a valid query name."),
     (":start undefined_df", "error: No DataFrame named 'undefined_df'. Define it first"),

@@ -52,6 +52,9 @@ def test_a_user_s_token_acts_as_that_user_whatever_the_client_sends(server, toke
         print(bob.streams.active)
     assert ("SPARKSCOPE_NOT_YOUR_USER: this token is user 'bob''s, and the request names user 'ana'; connect as bob "
             "(;user_id=bob), or without a user_id") in str(refused.value)
+    with pyspark_client(server.port, tokens["bob"], user_id="ana", session_id=ana_session.session_id) as bob, \
+            pytest.raises(Exception, match="SPARKSCOPE_NOT_YOUR_USER"):
+        bob.cloneSession()  # a copy of her session: refused as joining it is
     with pytest.raises(AuthenticationFailed) as said:  # sparkscope's SDK says the server's line
         sparkscope.connect(f"sc://localhost:{server.port}/;user_id=ana", token=tokens["bob"])
     assert str(said.value) == ("This token is user 'bob''s, and the request names user 'ana'. Connect as bob "

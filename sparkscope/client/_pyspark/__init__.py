@@ -58,6 +58,7 @@ INTERNALS = (
     ("pyspark.sql.connect.readwriter.DataFrameWriter", "_write"),  # set in __init__
     ("pyspark.sql.connect.readwriter.DataFrameWriter", "_spark"),  # set in __init__
     ("pyspark.sql.connect.dataframe.DataFrame", "_explain_string"),
+    ("pyspark.sql.connect.dataframe.DataFrame", "_to_table"),
     ("pyspark.sql.connect.dataframe.DataFrame", "_plan"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_user_id"),  # set in __init__
     ("pyspark.sql.connect.client.core.SparkConnectClient", "_stub"),  # set in __init__
@@ -274,6 +275,13 @@ def pickle_by_value(module_name: str) -> None:
 def explain_string(df: Any, extended: bool = False) -> str:
     """DataFrame._explain_string (private, 4.3.0): the plan text that explain() prints."""
     return str(df._explain_string(extended=extended))
+
+
+def first_column(df: Any) -> list[Any]:
+    """DataFrame._to_table (private, 4.3.0): the values of a DataFrame's first column, as Arrow brings them, without
+    collect()'s conversion to Rows and its read of a conf (one round trip more: sparkscope's jar calls are each one)."""
+    table, _ = df._to_table()
+    return list(table.column(0).to_pylist()) if table.num_columns else []
 
 
 def query_explain_string(handle: Any, extended: bool = False) -> str:

@@ -77,14 +77,20 @@ class BoundedSink:
 
     def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str, *,
                 scratch_checkpoint: bool = False) -> Prepared:
-        """Make the (empty) ring before the query starts, so reading it never fails, and the temporary view named
-        after the query. `scratch_checkpoint`: the ring also makes its query a checkpoint folder in the server's
-        temporary folder (Spark gives a memory sink one, never a sink of a class of its own), gone with the ring."""
-        answer = self._jar.call("make_ring", **ring_options(view, retention, mode), query=name,
-                                schema=df.schema.json(), scratch_checkpoint=scratch_checkpoint)[0]
+        """What the query's writer gives the sink so that its start makes the ring (empty, so reading it never
+        fails) and the temporary view named after the query: no call of its own. `scratch_checkpoint`: the ring
+        also makes its query a checkpoint folder in the server's temporary folder (Spark gives a memory sink one,
+        never a sink of a class of its own), gone with the ring: that folder must be known before the start, so
+        the ring is made first, in a call of its own."""
         with translated():
-            columns = [f"`{field.name.replace('`', '``')}`" for field in df.schema.fields]
-            self._read(view).select(*columns).createOrReplaceTempView(name)
+            schema = df.schema.json()
+        made = {**ring_options(view, retention, mode), "query": name, "schema": schema, "view": name}
+        if not scratch_checkpoint:
+            self.load()  # the sink's class loads from the server's class path, or this session's artifact
+            options = {key: str(value).lower() if isinstance(value, bool) else str(value)
+                       for key, value in made.items() if value is not None}
+            return Prepared({**options, "ring": view}, None)
+        answer = self._jar.call("make_ring", **made, scratch_checkpoint=True)[0]
         return Prepared({"ring": view}, answer.get("scratch"))
 
     def _read(self, view: str) -> Any:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._pyspark import first_column
 from ..errors import UnsupportedOperation, missing_data_source, translate, translated
 
 JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope.jar"
@@ -189,8 +190,8 @@ class ServerJar:
     def _call(self, call: str, **options: Any) -> list[dict[str, Any]]:
         given = {key: str(value).lower() if isinstance(value, bool) else str(value)
                  for key, value in options.items() if value is not None}
-        rows = self._spark.read.format(CONTROL).option("call", call).options(**given).load().collect()
-        return [json.loads(row[0]) for row in rows]
+        answers = first_column(self._spark.read.format(CONTROL).option("call", call).options(**given).load())
+        return [json.loads(answer) for answer in answers]
 
     def listing(self) -> tuple[list[Kept], list[KeptTotal]]:
         """What sparkscope keeps on this server for the caller's user; and, for the server's owner, each other

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,17 +131,18 @@ class QueryStarter:
         parsed_trigger = parse_trigger(trigger)
         if not is_dataframe(df):
             raise not_a_dataframe(df)
-        self._check_name_free(name)
         if sink in FILE_SINKS and not path:
             raise ConfigError(f"A {sink} sink needs a path", "Pass path=…", code="needs_path", data={"sink": sink})
+        streaming, explained = self._ask_about(df)
+        self._check_name_free(name)
         path = for_server(path, self._s.server.target.on_this_machine) if path else path
         checkpoint = for_server(checkpoint, self._s.server.target.on_this_machine) if checkpoint else checkpoint
         if sink == "table":
             table = table or name
-        if not call(lambda: df.isStreaming):
+        if not streaming.result():
             raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
                                        "Build it from spark.readStream or ss.source.*")
-        shape = plan_shape(call(explain_string, df, extended=True))
+        shape = plan_shape(explained.result())
         chosen = choose_mode(shape, sink or BOUNDED, mode)
         sink = sink or (BOUNDED if keep is not None or grace is not None else default_sink(chosen, parsed_trigger))
         if sink == BOUNDED and parsed_trigger.kind == "continuous":
@@ -163,6 +165,20 @@ class QueryStarter:
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    @staticmethod
+    def _ask_about(df: DataFrame) -> tuple[Future[bool], Future[str]]:
+        """What a start asks the server of its DataFrame (is it a stream, its plan, its schema, which pyspark keeps),
+        asked at once while the start looks at the running queries: three round trips in the time of one. The
+        caller waits for each answer; a failure is raised, translated, when it is read."""
+        pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="sparkscope-start")
+        try:
+            streaming = pool.submit(call, lambda: df.isStreaming)
+            explained = pool.submit(call, explain_string, df, extended=True)
+            pool.submit(call, lambda: df.schema)  # kept by the DataFrame: the bounded sink's start reads it
+        finally:
+            pool.shutdown(wait=False)
+        return streaming, explained
 
     def _resumable_record(self, name: str) -> str | None:
         """What a new start of `name` says when the catalog holds a stopped `name` that could have resumed: its

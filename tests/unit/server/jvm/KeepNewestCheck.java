@@ -179,7 +179,7 @@ public final class KeepNewestCheck {
         // A make past a limit makes nothing; a second make of a name keeps the first (and its one folder)
         int before = folders(temporary);
         try {
-            KeepNewest.make("huge", "q", SCHEMA, 2_000_000_000L, null, false, -1, true);
+            KeepNewest.make("huge", "q", SCHEMA, 2_000_000_000L, null, false, -1, true, null);
             check("a ring of 2,000,000,000 rows is refused", "refused", "made");
         } catch (IllegalArgumentException refused) {
             check("a ring of 2,000,000,000 rows is refused, naming the setting", "true", String.valueOf(
@@ -188,15 +188,15 @@ public final class KeepNewestCheck {
         }
         check("... and leaves no folder behind", String.valueOf(before), String.valueOf(folders(temporary)));
         try {
-            KeepNewest.make("forever", "q", SCHEMA, 10, null, false, 10_000_000_000_000L, true);
+            KeepNewest.make("forever", "q", SCHEMA, 10, null, false, 10_000_000_000_000L, true, null);
             check("a grace of 10^13 ms is refused", "refused", "made");
         } catch (IllegalArgumentException refused) {
             check("a grace of 10^13 ms is refused, naming the setting", "true", String.valueOf(
                     refused.getMessage().contains("a grace period is at most 7 days on this server")
                     && refused.getMessage().endsWith("(" + Limits.GRACE + " on the server raises it)")));
         }
-        String twice = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true);
-        String again = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true);
+        String twice = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true, null);
+        String again = KeepNewest.make("twice", "q", SCHEMA, 10, null, false, 0, true, null);
         check("a name made twice keeps the first ring and its one checkpoint folder", "true " + (before + 1),
               twice.equals(again) + " " + folders(temporary));
         sparkscope.v3.Holdings.forget(sparkscope.v3.Holdings.key(null, "twice"));

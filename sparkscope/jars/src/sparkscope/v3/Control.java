@@ -8,8 +8,9 @@
  *                                                   "identities": whether a user id here is an identity (the server
  *                                                   checks it against a token), "admin": whether the caller is the
  *                                                   server's owner, "limits": Limits.describe()}
- *   make_ring   name, query, schema (JSON), rows, seconds, replace, grace_ms (-1: the server's), scratch_checkpoint
- *                                                 {"scratch": the checkpoint folder the ring made, or null}
+ *   make_ring   name, query, schema (JSON), rows, seconds, replace, grace_ms (-1: the server's), scratch_checkpoint,
+ *               view (the caller's temporary view   {"scratch": the checkpoint folder the ring made, or null}
+ *               of its rows, made too)
  *   make_feed   name, schema (JSON), grace_ms      {}
  *   forget      name [, user: the server's owner   {"forgotten": true or false}
  *                only, another user's]
@@ -133,7 +134,7 @@ public final class Control implements TableProvider {
                         (StructType) DataType.fromJson(required(options, "schema")), whole(options, "rows", 10000),
                         options.containsKey("seconds") ? Double.parseDouble(options.get("seconds")) : null,
                         options.getBoolean("replace", false), whole(options, "grace_ms", -1),
-                        options.getBoolean("scratch_checkpoint", false)));
+                        options.getBoolean("scratch_checkpoint", false), options.get("view")));
                 answer.add(one);
                 return answer;
             case "make_feed":
@@ -233,7 +234,7 @@ public final class Control implements TableProvider {
     }
 
     /** A whole number option, or one line saying it is not one. */
-    static long whole(CaseInsensitiveStringMap options, String key, long otherwise) {
+    public static long whole(CaseInsensitiveStringMap options, String key, long otherwise) {
         String value = options.get(key);
         if (value == null || value.isEmpty()) {
             return otherwise;

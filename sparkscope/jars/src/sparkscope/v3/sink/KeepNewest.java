@@ -19,6 +19,8 @@
  *   spark.read.format(this).option("ring", NAME).load()                    the kept rows, newest batch first, with
  *                                                                           one more column, __sparkscope_batch
  *   df.writeStream.format(this).option("ring", NAME).start()               a query writing into it
+ *   … .option("schema", JSON).options(what make_ring takes).start()          a query that makes its ring (and its
+ *                                                                           view) as it starts: one call less
  */
 package sparkscope.v3.sink;
 
@@ -66,6 +68,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import sparkscope.v3.Control;
 import sparkscope.v3.Holdings;
 import sparkscope.v3.Lifetime;
 import sparkscope.v3.Limits;
@@ -78,10 +81,12 @@ public final class KeepNewest implements TableProvider {
 
     /**
      * Make a ring for the caller (Control's make_ring): the folder of its scratch checkpoint when asked for one, else
-     * null. Past a limit of the server's, nothing is made (no folder, no hook): one line says which.
+     * null. Past a limit of the server's, nothing is made (no folder, no hook): one line says which. `view` (or
+     * null): the temporary view of the caller's session that reads the ring's rows without their batch, made here,
+     * in the same call (one round trip less for every start).
      */
     public static String make(String name, String query, StructType schema, long rows, Double seconds,
-                              boolean replace, long graceMs, boolean scratchCheckpoint) {
+                              boolean replace, long graceMs, boolean scratchCheckpoint, String view) {
         Limits limits = Limits.server();
         int keep = limits.rows(rows);
         long grace = limits.graceMs(graceMs);
@@ -90,12 +95,23 @@ public final class KeepNewest implements TableProvider {
                 schema, keep, seconds, replace, System::currentTimeMillis,
                 scratchCheckpoint ? Scratch.make(name) : null,
                 new Lifetime(owner, System.currentTimeMillis(), grace, false), limits));
+        if (view != null && !view.isEmpty()) {
+            org.apache.spark.sql.SparkSession.active().read().format(KeepNewest.class.getName()).option("ring", name)
+                    .load().drop(BATCH_COLUMN).createOrReplaceTempView(view);
+        }
         return (String) kept.apply(new Object[] {"scratch"});
     }
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        return (StructType) ring(required(options, "ring"), false).apply(new Object[] {"schema"});
+        String name = required(options, "ring");
+        if (options.containsKey("schema")) {  // a start that makes its ring as it begins: no call of its own first
+            make(name, options.getOrDefault("query", ""), (StructType) DataType.fromJson(options.get("schema")),
+                    Control.whole(options, "rows", 10000), options.containsKey("seconds")
+                    ? Double.parseDouble(options.get("seconds")) : null, options.getBoolean("replace", false),
+                    Control.whole(options, "grace_ms", -1), false, options.get("view"));
+        }
+        return (StructType) ring(name, false).apply(new Object[] {"schema"});
     }
 
     @Override

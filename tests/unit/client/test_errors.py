@@ -256,3 +256,26 @@ def test_a_failure_that_is_not_the_callers_own_argument_is_translated():
     with pytest.raises(SparkscopeError, match="the server said no") as raised:
         call(broken)
     assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+def test_import_sparkscope_loads_no_pyspark_and_pyspark_s_except_still_catches_ours():
+    """pyspark takes a fifth of a second to import: `import sparkscope` (and the REPL's prompt) must not wait for it.
+    The three errors that are pyspark's too are made when first asked for, once."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sparkscope\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))\n"
+            "from pyspark.errors import AnalysisException, StreamingQueryException\n"
+            "from sparkscope import AnalysisError, QueryFailed, UnsupportedOperation\n"
+            "from sparkscope.client import errors\n"
+            "assert errors.AnalysisError is AnalysisError and sparkscope.AnalysisError is AnalysisError\n"
+            "try:\n"
+            "    raise UnsupportedOperation('not on a stream', 'use a batch', 'UNSUPPORTED')\n"
+            "except AnalysisException as caught:\n"
+            "    print(type(caught).__name__, caught.getCondition(), str(caught))\n"
+            "print(issubclass(QueryFailed, StreamingQueryException), AnalysisError.__module__, AnalysisError.code)\n")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["[]", "UnsupportedOperation UNSUPPORTED not on a stream. use a batch.",
+                                       "True sparkscope.client.errors analysis"]

@@ -190,3 +190,24 @@ def test_a_bad_option_or_command_is_said_in_the_notebook_s_own_spelling(shell, c
         "error: Unknown command %nosuchcmd. Type %help for the list.",
         "error: Unknown command %nosuch. Type %help for the list."]
     assert not _notebook(shell).executor.holder.started
+
+
+def test_pyspark_s_own_warnings_stay_quiet_while_loaded_and_speak_again_after(bare_shell, capsys):
+    import warnings
+
+    def pyspark_warns(text):  # as pyspark's retry loop and listener bus warn, from their own modules
+        warnings.warn_explicit(text, UserWarning, "retries.py", 311, module="pyspark.sql.connect.client.retries",
+                               registry={})
+
+    bare_shell.run_line_magic("load_ext", "sparkscope")
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        bare_shell.run_line_magic("unload_ext", "sparkscope")  # a fresh filter list: load again inside it
+        bare_shell.run_line_magic("load_ext", "sparkscope")
+        pyspark_warns("[RETRIES_EXCEEDED] The maximum number of retries has been exceeded.")
+        assert caught == []
+        bare_shell.run_line_magic("unload_ext", "sparkscope")
+        pyspark_warns("[RETRIES_EXCEEDED] The maximum number of retries has been exceeded.")
+        assert [str(w.message) for w in caught] == ["[RETRIES_EXCEEDED] The maximum number of retries has been "
+                                                    "exceeded."]

@@ -8,7 +8,7 @@ import datetime as _dt
 from datetime import tzinfo
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from . import delete_guard
@@ -101,29 +101,6 @@ def write_rows(rows: Rows, path: str | Path, *, replace: bool = False) -> int:
 ZONE_COLUMN = "__sparkscope_session_zone"
 
 
-def fetch(df: Any, n: int | None) -> Rows:
-    """`df.limit(n)` collected as Arrow (None: every row): the limit runs on the server, only n rows travel.
-    Timestamps are shown in the session's time zone, which comes with the rows (one more column,
-    current_timezone()): one round trip."""
-    from pyspark.sql import functions
-
-    table = (df if n is None else df.limit(n)).select("*", functions.current_timezone().alias(ZONE_COLUMN)).toArrow()
-    zones = table.column(table.num_columns - 1)
-    table = table.remove_column(table.num_columns - 1)
-    zoned = len(zones) and any(_holds(column_type, _is_zoned_time) for column_type in table.schema.types)
-    return Rows.from_arrow(table, time_zone(str(zones[0])) if zoned else None)
-
-
-def fetch_at_most(df: Any, limit: int | None) -> Rows:
-    """At most `limit` rows of `df` (None: all), with `truncated` set when it had more (one row more travels)."""
-    if limit is None:
-        return fetch(df, None)
-    rows = fetch(df, limit + 1)
-    if len(rows) <= limit:
-        return rows
-    return replace(rows, rows=rows.rows[:limit], truncated=True)
-
-
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 _OFFSET = r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?"
 
@@ -152,7 +129,7 @@ def time_zone(name: str) -> tzinfo | None:
 def _python_values(values: list[Any], arrow_type: Any, zone: tzinfo | None) -> list[Any]:
     """A column's values with every map in them (at any depth) a MapValue and, with `zone`, every timestamp that
     zone's wall-clock time; as they are when the type holds neither."""
-    if not _holds(arrow_type, _is_map) and not (zone is not None and _holds(arrow_type, _is_zoned_time)):
+    if not holds(arrow_type, _is_map) and not (zone is not None and holds(arrow_type, is_zoned_time)):
         return values
     return [_converted(value, arrow_type, zone) for value in values]
 
@@ -163,24 +140,24 @@ def _is_map(arrow_type: Any) -> bool:
     return bool(pa.types.is_map(arrow_type))
 
 
-def _is_zoned_time(arrow_type: Any) -> bool:
+def is_zoned_time(arrow_type: Any) -> bool:
     """A TimestampType column (an instant); TimestampNTZType has no zone and shows as it is."""
     import pyarrow as pa
 
     return bool(pa.types.is_timestamp(arrow_type) and arrow_type.tz)
 
 
-def _holds(arrow_type: Any, kind: Any) -> bool:
+def holds(arrow_type: Any, kind: Any) -> bool:
     import pyarrow as pa
 
     if kind(arrow_type):
         return True
     if pa.types.is_map(arrow_type):
-        return _holds(arrow_type.key_type, kind) or _holds(arrow_type.item_type, kind)
+        return holds(arrow_type.key_type, kind) or holds(arrow_type.item_type, kind)
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _holds(arrow_type.value_type, kind)
+        return holds(arrow_type.value_type, kind)
     if pa.types.is_struct(arrow_type):
-        return any(_holds(arrow_type.field(i).type, kind) for i in range(arrow_type.num_fields))
+        return any(holds(arrow_type.field(i).type, kind) for i in range(arrow_type.num_fields))
     return False
 
 

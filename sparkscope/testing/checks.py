@@ -172,7 +172,7 @@ def check_state(session: Session, name: str, expected: Iterable[Any], *, columns
         raise AssertionError(f"The state of {name} has no column {', '.join(unknown)}: its columns are "
                              f"{', '.join(state.columns)}")
     picked = list(columns) if columns else [c for c in state.columns if c != "partition_id"]
-    from ..client.rows import fetch
+    from ..client._pyspark.arrow import fetch
 
     found = fetch(state.select(*picked), 100_000)
     want, got = _rows(expected, zone), _rows(found.rows, zone)

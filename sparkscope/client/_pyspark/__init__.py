@@ -277,10 +277,16 @@ def explain_string(df: Any, extended: bool = False) -> str:
     return str(df._explain_string(extended=extended))
 
 
-def first_column(df: Any) -> list[Any]:
-    """DataFrame._to_table (private, 4.3.0): the values of a DataFrame's first column, as Arrow brings them, without
-    collect()'s conversion to Rows and its read of a conf (one round trip more: sparkscope's jar calls are each one)."""
+def arrow_table(df: Any) -> Any:
+    """DataFrame._to_table (private, 4.3.0): a DataFrame's rows as the server's Arrow stream brings them, in one round
+    trip: toArrow() asks the server for the schema first, and collect() reads a conf (one round trip more each)."""
     table, _ = df._to_table()
+    return table
+
+
+def first_column(df: Any) -> list[Any]:
+    """The values of a DataFrame's first column (arrow_table): sparkscope's jar calls, one round trip each."""
+    table = arrow_table(df)
     return list(table.column(0).to_pylist()) if table.num_columns else []
 
 

@@ -15,7 +15,8 @@ from ..errors import (QueryFailed, SparkscopeError, UnsupportedOperation, call, 
                       session_closed, translate)
 from .planning import Retention, Trigger
 from ..monitoring.progress import Progress
-from ..rows import Rows, fetch
+from .._pyspark.arrow import fetch
+from ..rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -14,7 +14,8 @@ from ..errors import (ConfigError, QueryNotFound, SparkscopeError, UnsupportedOp
 from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
-from ..rows import Rows, fetch, fetch_at_most
+from .._pyspark.arrow import fetch, fetch_at_most
+from ..rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import SparkscopeError, UnsupportedOperation, translate
 from ..monitoring.monitor import Event
-from ..rows import Rows, fetch
+from .._pyspark.arrow import fetch
+from ..rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
 

@@ -321,7 +321,7 @@ def state_info(session: StatefulSession, name: str) -> tuple[StateOf, list[tuple
 
 def fetch_state(session: StatefulSession, name: str, df: DataFrame, n: int) -> Rows:
     """Up to `n` rows of a state DataFrame, a failure to read the checkpoint told in one line."""
-    from ..rows import fetch
+    from .._pyspark.arrow import fetch
 
     try:
         return fetch(df, n)

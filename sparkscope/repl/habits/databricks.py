@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...client.errors import FileOperationFailed
 from ...client.queries.dataframes import is_dataframe
-from ...client.rows import fetch
+from ...client._pyspark.arrow import fetch
 from .console import free_query_name
 from ..commands.registry import UsageError
 from ..output.render import show

@@ -98,9 +98,6 @@ def write_rows(rows: Rows, path: str | Path, *, replace: bool = False) -> int:
     return len(rows)
 
 
-ZONE_COLUMN = "__sparkscope_session_zone"
-
-
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 _OFFSET = r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?"
 
@@ -145,6 +142,20 @@ def is_zoned_time(arrow_type: Any) -> bool:
     import pyarrow as pa
 
     return bool(pa.types.is_timestamp(arrow_type) and arrow_type.tz)
+
+
+def zone_of(arrow_type: Any) -> str | None:
+    """The time zone of the first instant in a column's type, at any depth: the server's Arrow stream writes the
+    session's zone into it (spark.sql.session.timeZone); None for a type that holds no instant."""
+    import pyarrow as pa
+
+    if is_zoned_time(arrow_type):
+        return str(arrow_type.tz)
+    inner = ([arrow_type.key_type, arrow_type.item_type] if pa.types.is_map(arrow_type) else
+             [arrow_type.value_type] if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) else
+             [arrow_type.field(i).type for i in range(arrow_type.num_fields)] if pa.types.is_struct(arrow_type)
+             else [])
+    return next((found for found in map(zone_of, inner) if found), None)
 
 
 def holds(arrow_type: Any, kind: Any) -> bool:

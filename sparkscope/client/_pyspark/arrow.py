@@ -6,21 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..rows import ZONE_COLUMN, Rows, holds, is_zoned_time, time_zone
+from ..rows import Rows, time_zone, zone_of
 from . import arrow_table
 
 
 def fetch(df: Any, n: int | None) -> Rows:
-    """`df.limit(n)` collected as Arrow (None: every row): the limit runs on the server, only n rows travel.
-    Timestamps are shown in the session's time zone, which comes with the rows (one more column,
-    current_timezone()): one round trip (no schema asked first, as toArrow() does)."""
-    from pyspark.sql import functions
-
-    table = arrow_table((df if n is None else df.limit(n)).select("*", functions.current_timezone().alias(ZONE_COLUMN)))
-    zones = table.column(table.num_columns - 1)
-    table = table.remove_column(table.num_columns - 1)
-    zoned = len(zones) and any(holds(column_type, is_zoned_time) for column_type in table.schema.types)
-    return Rows.from_arrow(table, time_zone(str(zones[0])) if zoned else None)
+    """`df.limit(n)` collected as Arrow (None: every row): the limit runs on the server, only n rows travel, in one
+    round trip (no schema asked first, as toArrow() does). Timestamps are shown in the session's time zone, which the
+    server writes into the stream's types."""
+    table = arrow_table(df if n is None else df.limit(n))
+    zone = next((found for found in map(zone_of, table.schema.types) if found), None)
+    return Rows.from_arrow(table, time_zone(zone) if zone else None)
 
 
 def fetch_at_most(df: Any, limit: int | None) -> Rows:

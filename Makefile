@@ -13,7 +13,7 @@ SOAK_MINUTES ?= 60
 # pyproject.toml takes any pyspark from 4.0 to 4.3 (beside a project's own); sparkscope's own venv holds the newest
 PYSPARK_PIN := 4.3.0
 OLDEST_SPARK := 4.0.5
-SERVER_VENVS := .venv-servers/bare/.installed .venv-servers/spark-4.0/.installed
+SERVER_VENVS := .venv-servers/bare/.installed .venv-servers/spark-4.0/.installed .venv-servers/spark-4.2/.installed
 # A third server runs the bare pyspark on another Python minor version than the client's, when this machine has
 # one (python3.12, python3.13, python3.10 on the PATH, or pyenv's); without one, the tier leaves that server out.
 PY_MINOR := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -22,7 +22,7 @@ ifneq ($(OTHER_PYTHON),)
 SERVER_VENVS += .venv-servers/other-python/.installed
 endif
 
-.PHONY: jar client-venvs test-clients run test test-cluster test-servers test-guide server-venvs unit check bench soak lint docs install lab server-stop clean
+.PHONY: jar client-venvs test-clients test-kafka run test test-cluster test-servers test-guide server-venvs unit check bench soak lint docs install lab server-stop clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sparkscope needs Python 3.10 or newer: install python3.11 (apt-get install python3.11-venv)")'
@@ -64,6 +64,15 @@ lab: $(LABSTAMP)
 	PYTHONWARNINGS=ignore .venv-servers/spark-4.0/bin/pip install -q pyspark==$(OLDEST_SPARK) -r server-config/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
 	@.venv-servers/spark-4.0/bin/python -c 'import pyspark, pandas, pyarrow' && touch $@
 
+# The Kafka tier's server (tests/kafka/): Spark's own Kafka connector, which Maven Central here serves up to 4.2.0, on a
+# pyspark 4.2 of its own, with this checkout's sparkscope (its `server start --kafka`, its jar)
+KAFKA_SPARK := 4.2.0
+.venv-servers/spark-4.2/.installed: pyproject.toml
+	rm -rf .venv-servers/spark-4.2 && $(PYTHON) -m venv .venv-servers/spark-4.2
+	PYTHONWARNINGS=ignore .venv-servers/spark-4.2/bin/pip install -q "pyspark[connect]==$(KAFKA_SPARK)" 2>&1 | grep -v "^WARNING: Location" || true
+	PYTHONWARNINGS=ignore .venv-servers/spark-4.2/bin/pip install -q -e . 2>&1 | grep -v "^WARNING: Location" || true
+	@test "$$(.venv-servers/spark-4.2/bin/python -c 'import pyspark; print(pyspark.__version__)')" = "$(KAFKA_SPARK)" && touch $@
+
 .venv-servers/other-python/.installed: pyproject.toml
 	rm -rf .venv-servers/other-python && $(OTHER_PYTHON) -m venv .venv-servers/other-python
 	PYTHONWARNINGS=ignore .venv-servers/other-python/bin/pip install -q pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
@@ -98,12 +107,17 @@ TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j4 $(TESTSTAMP) $(SERVER_VENVS) $(CLIENT_VENVS)
 	@$(BIN)/sparkscope server check-java
-	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients --ignore=tests/e2e/test_guide.py
+	$(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients --ignore=tests/kafka --ignore=tests/e2e/test_guide.py
 	$(BIN)/python -m pytest tests/cluster -q
-	@mkdir -p .test-logs; echo "$(BIN)/python -m pytest tests/servers -q --durations=5 (beside the client tier)"; \
+	@mkdir -p .test-logs; echo "$(BIN)/python -m pytest tests/servers -q --durations=5 (beside the client and Kafka tiers)"; \
 	$(BIN)/python -m pytest tests/servers -q --durations=5 > .test-logs/servers.log 2>&1 & servers=$$!; \
-	status=0; $(MAKE) --no-print-directory test-clients || status=1; \
+	status=0; $(MAKE) --no-print-directory test-clients || status=1; $(MAKE) --no-print-directory test-kafka || status=1; \
 	wait $$servers || status=1; echo "== the foreign-server tier"; cat .test-logs/servers.log; exit $$status
+
+# Spark's own Kafka connector, fetched by `sparkscope server start --kafka` on a Spark 4.2 server, against tansu
+test-kafka: $(TESTSTAMP) .venv-servers/spark-4.2/.installed
+	@echo "== the Kafka tier: Spark's connector on pyspark $(KAFKA_SPARK)"
+	$(BIN)/python -m pytest tests/kafka -q -p no:cacheprovider
 
 test-clients: $(TESTSTAMP) $(CLIENT_VENVS)
 	@for v in $(CLIENT_LINES); do echo "== the client tier: pyspark $$v"; \

@@ -4,6 +4,7 @@ through render.py, so `--format json` gives one JSON object, as it does for colo
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from typing import Any
@@ -54,6 +55,33 @@ def with_kafka_connector(conf: dict[str, str]) -> dict[str, str]:
     return {**conf, "spark.jars.packages": ",".join([*given, package] if package not in given else given)}
 
 
+def _connector_missing(failed: ServerError) -> ServerError:
+    """Why --kafka's connector could not be had, in one line: a version Maven Central does not publish (with the
+    versions it does), or the download's own failure."""
+    from ..client.kafka.connector import CONNECTOR
+    from ..server.maven.packages import maven_settings, published_versions
+    from ..server.spark_install import spark_build
+
+    spark_version, scala = spark_build()
+    group, artifact = f"{CONNECTOR}_{scala}".split(":")
+    repository = maven_settings().repository
+    versions = published_versions(group, artifact, repository=repository)
+    if versions and spark_version not in versions:
+        releases = sorted((version for version in versions if re.fullmatch(r"\d+\.\d+\.\d+", version)),
+                          key=lambda version: tuple(int(part) for part in version.split(".")))
+        lines = [version for version in releases if version.startswith("4.")] or releases or versions
+        return ServerError(f"--kafka: Spark's Kafka connector for Spark {spark_version} is not published at "
+                           f"{repository} (it has {', '.join(lines[-6:])})",
+                           "Start without --kafka (sparkscope's own Kafka source and sink need no download), or use "
+                           f"pyspark {lines[-1]} (a venv of its own), whose connector is there",
+                           code="kafka_connector_unpublished", data={"versions": ", ".join(lines)})
+    detail = failed.message.split("unresolved dependency: ")[-1].rstrip("]").rsplit(": ", 1)[-1]
+    return ServerError(f"--kafka: Spark's Kafka connector {CONNECTOR}_{scala}:{spark_version} could not be "
+                       f"downloaded from {repository} ({detail})",
+                       "Start without --kafka: sparkscope's own Kafka source and sink need no download",
+                       code="kafka_download_failed")
+
+
 def _start(args: argparse.Namespace, server: LocalServer) -> int:
     from ..repl.commands.registry import key_values
 
@@ -82,11 +110,7 @@ def _start(args: argparse.Namespace, server: LocalServer) -> int:
                                driver_memory=args.driver_memory, ui=args.ui)
     except ServerError as exc:
         if args.kafka and "unresolved dependency" in exc.message:
-            detail = exc.message.split("unresolved dependency: ")[-1].rstrip("]").rsplit(": ", 1)[-1]
-            raise ServerError(f"--kafka: Spark's Kafka connector {conf['spark.jars.packages']} could not be "
-                              f"downloaded from Maven Central ({detail})",
-                              "Start without --kafka: sparkscope's own Kafka source and sink need no download",
-                              code="kafka_download_failed") from exc
+            raise _connector_missing(exc) from exc
         raise
     if tty:
         sys.stderr.write("\r" + " " * 70 + "\r")

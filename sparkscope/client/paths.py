@@ -1,4 +1,4 @@
-"""Where sparkscope keeps its files: XDG config and state directories."""
+"""Where sparkscope keeps its files: XDG config, state and cache directories."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def config_dir() -> Path:
 def state_dir() -> Path:
     """The state directory (server pid/port/log, history, checkpoints), created 0700."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return private_dir(Path(base) / "sparkscope")
+
+
+def cache_dir() -> Path:
+    """The cache directory (what can be fetched again: Spark's Kafka connector as Maven Central serves it), 0700."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return private_dir(Path(base) / "sparkscope")
 
 

@@ -39,6 +39,7 @@ from .command import TOKEN_CONF, spark_submit, submit_environment, ui_settings
 from .sizing import check_memory, default_driver_memory
 from .spark_install import java_path, java_version, pyspark_home
 from .access.users import INTERCEPTOR, INTERCEPTOR_CONF, USERS_CONF, USERS_FILE, WORKER_TOKEN_ENV, Users
+from .maven.packages import package_conf
 
 STATE_FILE = "server.json"
 LAST_STATE_FILE = "last-server.json"  # the state of the server that ran last, once it stopped or died
@@ -286,6 +287,7 @@ class LocalServer:
             master = cluster.master_url
         if token:
             conf = self._identities(conf, env)
+        conf = package_conf(conf)  # Spark's packages (--kafka) into a cache of sparkscope's own, never ~/.m2's
         self._prepare_home(token)
         info = ServerInfo(pid=0, port=chosen, started_at=0.0, log=self.log_path, token=token, cluster=cluster,
                           driver_memory=driver_memory, ui_port=ui_port)

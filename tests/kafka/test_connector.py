@@ -1,0 +1,139 @@
+"""Spark's own Kafka connector, first class (issue 62): fetched by `--kafka` into sparkscope's cache past a broken
+~/.m2, said by `server check`, and used by the seed 004 pipeline, :topics, :produce, the lag, a durable restart and a
+notebook's display() of a stream."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from pyspark.sql import functions as F
+
+from tests.helpers import run_sparkscope, wait_for
+from tests.kafka.conftest import ROOT, sparkscope_42
+from tests.notebooks import cell, run, text_of
+
+
+def test_the_connector_came_past_a_broken_m2_into_sparkscope_s_own_cache(connector_server):
+    assert connector_server.started["version"] == "4.2.0"
+    jars = sorted(path.name for path in (connector_server.cache / "jars").glob("*.jar"))
+    assert "org.apache.spark_spark-sql-kafka-0-10_2.13-4.2.0.jar" in jars, jars
+    assert "at.yawk.lz4_lz4-java-1.11.0.jar" in jars  # the dependency whose POM ~/.m2 holds without its jar
+    checked = run_sparkscope("server", "check", "--remote", connector_server.url, timeout=180)
+    assert re.search(r"\| kafka +\| ok +\| Spark's connector \(spark-sql-kafka\)", checked.stdout), checked.stdout
+
+
+def test_a_second_start_reads_the_connector_from_the_cache_with_no_network(connector_server, tmp_path):
+    """After the first time it works offline: a start whose every download goes through a proxy nobody runs (the
+    user's Maven settings name it) still starts, from the cache; the same start with an empty cache cannot."""
+    home = tmp_path / "offline-home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(
+        "<settings><proxies><proxy><active>true</active><protocol>https</protocol><host>127.0.0.1</host>"
+        "<port>9</port></proxy></proxies></settings>")
+    from sparkscope.server.ports import free_port
+
+    env = {**connector_server.env, "HOME": str(home), "XDG_STATE_HOME": str(tmp_path / "state")}
+    started = sparkscope_42("server", "start", "--kafka", "--port", str(free_port()), env=env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "Spark 4.2.0" in started.stdout
+    finally:
+        sparkscope_42("server", "stop", env=env, timeout=120)
+    nothing = sparkscope_42("server", "start", "--kafka", "--port", str(free_port()),
+                            env={**env, "XDG_CACHE_HOME": str(tmp_path / "empty-cache")})
+    assert nothing.returncode != 0 and nothing.stderr.strip() == (
+        "error: --kafka: Spark's Kafka connector org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 could not be "
+        "downloaded from https://repo1.maven.org/maven2/ (not found). Start without --kafka: sparkscope's own Kafka "
+        "source and sink need no download."), nothing.stderr
+
+
+def test_seed_004_runs_through_the_connector_with_its_totals_exact(connector_server, kafka_broker):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_CONNECT_AUTHENTICATE_TOKEN": connector_server.token}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "12_kafka_transactions.py"), "--remote",
+                           connector_server.url, "--bootstrap", kafka_broker.bootstrap], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=ROOT)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    assert "Kafka through Spark's connector" in done.stdout, done.stdout
+    assert ("per-user totals (no timeout), as each batch updated them\n"
+            "userId  total  transactions\n"
+            "    u1  30.00             2\n"
+            "    u2   5.50             1\n"
+            "    u2  10.00             2\n"
+            "    u3   8.25             2\n") in done.stdout
+    assert "click windows: watermark 2023-08-01T10:05:10.000Z, late clicks dropped: 1\n" in done.stdout
+
+
+def test_topics_produce_and_the_lag_through_the_connector(ss, connector_server, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    produced = run_sparkscope("--remote", connector_server.url, "-c", f":produce {topic}_rest a b c --bootstrap "
+                              f"{kafka_broker.bootstrap}")
+    assert produced.returncode == 0, produced.stdout + produced.stderr
+    assert f"Sent 3 records to {topic}_rest at {kafka_broker.bootstrap}" in produced.stdout, produced.stdout
+    listed = run_sparkscope("--remote", connector_server.url, "-c", f":topics --bootstrap {kafka_broker.bootstrap}")
+    assert re.search(rf"\| {topic} +\| 1 +\|", listed.stdout), listed.stdout
+    assert re.search(rf"\| {topic}_rest +\| \d+ +\| 3 +\|", listed.stdout), listed.stdout  # auto-created, 3 records
+    kafka_broker.produce(topic, [str(i) for i in range(200)])
+    df = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest",
+                         max_offsets_per_trigger=10)
+    query = ss.start(df.select(F.col("value").cast("string").alias("v")), "lagging", sink="memory",
+                     trigger="0.5 seconds")
+    assert "Spark's connector" in " ".join(query.notes), query.notes
+    wait_for(lambda: query.progress is not None and query.progress.input_rows == 10, 120, what="a batch of ten")
+    progress = query.progress
+    assert progress.offsets_behind == 200 - int(progress.sources[0].end_offset[topic]["0"])
+    info = wait_for(lambda: next((q for q in ss.queries() if q.name == "lagging" and q.behind), None), 60,
+                    what="the lag in ss.queries()")
+    assert 0 < info.behind <= 190
+    from sparkscope.repl.output.dashboard import Dashboard
+
+    tracks = wait_for(lambda: [t for t in Dashboard(ss.monitor, None, lambda name: "").tracks()
+                               if t.name == "lagging" and t.latest is not None and t.latest.offsets_behind],
+                      60, what="the lag in :watch's data")
+    assert 0 < tracks[0].latest.offsets_behind <= 190
+    query.stop()
+
+
+def test_a_restarted_query_reads_every_record_exactly_once_through_the_connector(ss, kafka_broker, topic, tmp_path):
+    kafka_broker.create(topic, 2)
+    kafka_broker.produce(topic, [json.dumps({"user": f"u{i % 3}", "amount": i}) for i in range(30)])
+    parsed = ss.source.kafka(kafka_broker.bootstrap, subscribe=topic, starting_offsets="earliest") \
+        .select(F.from_json(F.col("value").cast("string"), "user STRING, amount INT").alias("t")).select("t.*")
+    out = tmp_path / "out"
+    ss.start(parsed, "exactly_once", sink="parquet", path=str(out), trigger="0.5 seconds")
+
+    def amounts():
+        return sorted(r[0] for r in ss.spark.read.schema("user STRING, amount INT").parquet(str(out))
+                      .select("amount").collect())
+
+    wait_for(lambda: amounts() == list(range(30)), 120, what="the first 30")
+    ss.query("exactly_once").stop()
+    kafka_broker.produce(topic, [json.dumps({"user": "u9", "amount": i}) for i in range(30, 40)])
+    ss.restart("exactly_once")  # from its checkpoint: the Kafka offsets it committed
+    wait_for(lambda: len(amounts()) >= 40, 120, what="the ten produced while it was stopped")
+    assert amounts() == list(range(40))
+    ss.query("exactly_once").stop()
+
+
+def test_a_notebook_displays_a_kafka_stream_read_through_the_connector(connector_server, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    kafka_broker.produce(topic, [f"record-{i}" for i in range(5)])
+    steps = {
+        "load": cell("%load_ext sparkscope"),
+        "connect": cell(f"%sparkscope --remote {connector_server.url}"),
+        "show": cell(f"df = (spark.readStream.format('kafka').option('kafka.bootstrap.servers', "
+                     f"'{kafka_broker.bootstrap}').option('subscribe', '{topic}')"
+                     ".option('startingOffsets', 'earliest').load().selectExpr('CAST(value AS STRING) AS v'))\n"
+                     "display(df, streamName='shown_from_kafka')", interrupt_on=(r"record-4", 1)),
+        "stop": cell("%stop --all"),
+    }
+    nb, _ = run(list(steps.values()))
+    out = {name: text_of(nb.cells[position]) for position, name in enumerate(steps)}
+    assert all(f"record-{i}" in out["show"] for i in range(5)), out["show"]
+    assert "Stopped updating: the kernel was interrupted" in out["show"], out["show"]
+    errors = [name for position, name in enumerate(steps)
+              if any(o["output_type"] == "error" for o in nb.cells[position].get("outputs", []))]
+    assert errors == [], out

@@ -7,6 +7,7 @@ ana's query runs on with its rows, and the server lives."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -193,3 +194,13 @@ def test_a_removed_user_s_token_stops_working_and_their_sessions_end(server, ss)
         with pytest.raises(Exception, match="SPARKSCOPE_UNKNOWN_TOKEN"):  # her client, left open
             carol.spark.range(1).count()
         made["carol"] = add_user("carol")  # the block removes her again
+
+
+def test_server_check_says_a_user_id_is_an_identity_here_and_the_limits(server):
+    from tests.helpers import run_sparkscope
+
+    checked = run_sparkscope("server", "check", timeout=180)
+    assert re.search(r"\| users +\| - +\| identities: the server checks every request's token, and a user's token "
+                     r"acts as that user only", checked.stdout), checked.stdout
+    assert re.search(r"\| limits +\| - +\| 1,000,000 rows a ring, a grace period of at most 7 days, 64 rings and feeds "
+                     r"and 64 MiB a user, [\d,]+ MiB for every user together", checked.stdout), checked.stdout

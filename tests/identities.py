@@ -21,8 +21,8 @@ def add_user(name: str) -> str:
     added = run_sparkscope("server", "users", "add", name, "--format", "json")
     assert added.returncode == 0, added.stderr
     answer = json.loads(added.stdout)
-    assert answer["data"]["user"] == name
-    return str(answer["data"]["token"])
+    assert answer["user"] == name  # {"user": …, "token": …}, beside the command and its message
+    return str(answer["token"])
 
 
 def remove_user(name: str) -> None:

@@ -227,10 +227,9 @@ def _users(args: argparse.Namespace, server: LocalServer) -> int:
         except ConfigError as exc:
             return _fail(args, exc, 1)
         running = "" if info is not None or args.file else " It works once the server runs (sparkscope server start)."
-        return _emit(args, Block(f"{token}\nThe token of user {args.name}, shown this once: give it to them. They "
-                                 f"connect with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN, and act as "
-                                 f"{args.name} only.{running}",
-                                 data={"user": args.name, "token": token}))
+        return _emit(args, Message(f"{token}\nThe token of user {args.name}, shown this once: give it to them. "
+                                   f"They connect with ;token=… or SPARK_CONNECT_AUTHENTICATE_TOKEN, and act as "
+                                   f"{args.name} only.{running}", {"user": args.name, "token": token}))
     if args.users_action == "remove":
         if not users.remove(args.name):
             return _fail(args, ConfigError(f"'{args.name}' is not a user of this server",
@@ -259,8 +258,8 @@ def _users_owner(args: argparse.Namespace, users: Any) -> int:
     users.set_admin(token)
     if given:
         return _emit(args, Message(f"The server's own token is {TOKEN_ENV}'s, in {args.file}.", {"file": str(args.file)}))
-    return _emit(args, Block(f"{token}\nThe server's own token (its owner's), shown this once, in {args.file}.",
-                             data={"token": token, "file": str(args.file)}))
+    return _emit(args, Message(f"{token}\nThe server's own token (its owner's), shown this once, in {args.file}.",
+                               {"token": token, "file": str(args.file)}))
 
 
 def _users_table(users: Any) -> Table:

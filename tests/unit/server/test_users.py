@@ -23,7 +23,7 @@ def test_a_users_file_keeps_hashes_only_and_each_token_is_shown_once(tmp_path):
     assert owner.stdout.strip() == f"The server's own token is SPARK_CONNECT_AUTHENTICATE_TOKEN's, in {path}."
     added = users(path, "add", "ana", "--format", "json")
     assert added.returncode == 0, added.stderr
-    token = json.loads(added.stdout)["data"]["token"]
+    token = json.loads(added.stdout)["token"]
     assert len(token) >= 40
     text = path.read_text()
     assert token not in text and "the-owners-token-from-the-env" not in text
@@ -53,6 +53,6 @@ def test_a_new_owner_token_is_shown_once_and_a_file_without_one_says_so(tmp_path
     listed = users(path, "list")
     assert "This file names no server's own token: sparkscope server users --file PATH owner" in listed.stdout
     owner = users(path, "owner", "--format", "json")
-    token = json.loads(owner.stdout)["data"]["token"]
+    token = json.loads(owner.stdout)["token"]
     assert hashlib.sha256(token.encode()).hexdigest() in path.read_text() and token not in path.read_text()
     assert "names no server's own token" not in users(path, "list").stdout

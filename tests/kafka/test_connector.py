@@ -137,3 +137,50 @@ def test_a_notebook_displays_a_kafka_stream_read_through_the_connector(connector
     errors = [name for position, name in enumerate(steps)
               if any(o["output_type"] == "error" for o in nb.cells[position].get("outputs", []))]
     assert errors == [], out
+
+
+def test_a_real_time_query_runs_kafka_to_kafka_and_what_it_lacks_is_said_before_the_start(ss, kafka_broker, topic):
+    import pytest
+
+    from sparkscope.client.errors import UnsupportedOperation
+
+    bootstrap = kafka_broker.bootstrap
+    kafka_broker.create(topic, 1)
+    kafka_broker.create(f"{topic}_out", 1)
+
+    def read(name):
+        return (ss.spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", name).option("startingOffsets", "earliest").load()
+                .selectExpr("CAST(value AS STRING) AS value"))
+
+    into_kafka = {"kafka.bootstrap.servers": bootstrap, "topic": f"{topic}_out"}
+    query = ss.start(read(topic), "real_time", sink="kafka", options=into_kafka, trigger="realtime")
+    assert query.mode == "update" and str(query.trigger) == "realtime:5 seconds"
+    kafka_broker.produce(topic, ["a", "b", "c"])
+    wait_for(lambda: sorted(kafka_broker.values(f"{topic}_out")) == ["a", "b", "c"], 120,
+             what="the records written in real time")
+    query.stop()
+
+    refusals = {
+        "memory": (lambda: ss.start(read(topic), "rt_memory", sink="memory", trigger="realtime"),
+                   "Real-time mode writes to Kafka, foreach or the console only, and this query writes to memory"),
+        "rate": (lambda: ss.start(ss.spark.readStream.format("rate").load(), "rt_rate", sink="console",
+                                  trigger="realtime"),
+                 "Real-time mode reads Spark's Kafka source only, and this query reads rate"),
+        "dedup": (lambda: ss.start(read(topic).dropDuplicates(["value"]), "rt_dedup", sink="kafka",
+                                   options=into_kafka, trigger="realtime"),
+                  "Real-time mode runs dropDuplicates from Spark 4.3 on, and this server is 4.2.0"),
+        "short": (lambda: ss.start(read(topic), "rt_short", sink="kafka", options=into_kafka, trigger="realtime:2s"),
+                  "A real-time batch lasts at least 5 seconds"),
+    }
+    slots = int(re.fullmatch(r"local\[(\d+)\]", ss.spark.conf.get("spark.master")).group(1))
+    kafka_broker.create(f"{topic}_wide", slots + 1)
+    refusals["slots"] = (lambda: ss.start(read(f"{topic}_wide"), "rt_wide", sink="kafka", options=into_kafka,
+                                          trigger="realtime"),
+                         f"Topic {topic}_wide has {slots + 1} partitions and this server has {slots} task slots: "
+                         "real-time mode runs one task per partition at once")
+    for name, (start, said) in refusals.items():
+        with pytest.raises(UnsupportedOperation) as refused:
+            start()
+        assert str(refused.value).startswith(said), (name, str(refused.value))
+    assert [q.name for q in ss.running()] == []  # nothing was started by a refused start

@@ -25,15 +25,16 @@ _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
 
 @dataclass(frozen=True)
 class Trigger:
-    """kind: default | processing | once | available-now | continuous; interval like '5 seconds'."""
+    """kind: default | processing | once | available-now | continuous | realtime; interval like '5 seconds' (for
+    realtime, how long each of its long-running batches lasts: a checkpoint interval, not a latency)."""
 
     kind: str = "default"
     interval: str | None = None
 
     def __str__(self) -> str:
-        if self.kind in ("processing", "continuous"):
-            return f"{self.kind}:{self.interval}" if self.kind == "continuous" else str(self.interval)
-        return self.kind
+        if self.kind in ("continuous", "realtime"):
+            return f"{self.kind}:{self.interval}"
+        return str(self.interval) if self.kind == "processing" else self.kind
 
     def writer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for DataStreamWriter.trigger()."""
@@ -43,6 +44,7 @@ class Trigger:
             "once": {"once": True},
             "available-now": {"availableNow": True},
             "continuous": {"continuous": self.interval},
+            "realtime": {"realTime": self.interval},
         }
         return kwargs[self.kind]
 
@@ -64,8 +66,11 @@ def interval(text: str) -> str:
     return f"{number} {_UNITS[match.group(2).lower()]}"
 
 
+REALTIME_BATCH = "5 seconds"  # Spark's shortest real-time batch (spark.sql.streaming.realTimeMode.minBatchDuration)
+
+
 def parse_trigger(text: str | None) -> Trigger:
-    """'5 seconds' / '5s' / 'once' / 'available-now' / 'continuous:1s' / None."""
+    """'5 seconds' / '5s' / 'once' / 'available-now' / 'continuous:1s' / 'realtime' / 'realtime:10s' / None."""
     if text is None or str(text).strip() in ("", "default"):
         return Trigger()
     value = str(text).strip()
@@ -77,12 +82,15 @@ def parse_trigger(text: str | None) -> Trigger:
     if lowered.startswith("continuous"):
         _, _, rest = value.partition(":")
         return Trigger("continuous", interval(rest or "1 second"))
+    if lowered.startswith(("realtime", "real-time", "real_time")):
+        _, _, rest = value.partition(":")
+        return Trigger("realtime", interval(rest or REALTIME_BATCH))
     try:
         return Trigger("processing", interval(value))
     except ConfigError:
         raise ConfigError(
             f"'{value}' is not a trigger",
-            "Use an interval (5s, 1 minute), once, available-now or continuous:1s",
+            "Use an interval (5s, 1 minute), once, available-now, continuous:1s or realtime (realtime:10s)",
         ) from None
 
 
@@ -251,6 +259,8 @@ class PlanShape:
     stream_stream_join: bool = False
     stateful_function: bool = False  # applyInPandasWithState / transformWithState
     declared_mode: str | None = None  # the output mode such a function declares; the query must run in it
+    deduplication: bool = False  # dropDuplicates (and its within-watermark form)
+    session_window: bool = False
 
 
 _NODE = re.compile(r"^[\s:|+-]*~?(\w+)")
@@ -273,12 +283,14 @@ def plan_shape(analyzed_plan: str) -> PlanShape:
     joins = nodes.count("Join")
     relations = sum(1 for line in lines if "StreamingRelation" in line or "StreamingDataSourceV2" in line)
     stateful = [line for line in lines if "FlatMapGroupsInPandasWithState" in line or "TransformWithState" in line]
+    deduplication = any(node in ("Deduplicate", "DeduplicateWithinWatermark") for node in nodes)
+    session_window = any("session_window" in line for line in lines)
     # its node prints the declared mode after the output attributes: "…, [k#1L, n#2L], Append, NoTimeout"
     declared = re.search(r"\], (Append|Update|Complete), ", stateful[0]) if stateful else None
     declared_mode = declared.group(1).lower() if declared else None
     if not agg_at:
         return PlanShape(stream_stream_join=joins > 0 and relations > 1, stateful_function=bool(stateful),
-                         declared_mode=declared_mode)
+                         declared_mode=declared_mode, deduplication=deduplication, session_window=session_window)
     first_agg = agg_at[0]
     return PlanShape(
         aggregation=True,
@@ -287,6 +299,8 @@ def plan_shape(analyzed_plan: str) -> PlanShape:
         stream_stream_join=joins > 0 and relations > 1,
         stateful_function=bool(stateful),
         declared_mode=declared_mode,
+        deduplication=deduplication,
+        session_window=session_window,
     )
 
 

@@ -143,6 +143,9 @@ class QueryStarter:
             raise UnsupportedOperation("This is a batch DataFrame, not a streaming one",
                                        "Build it from spark.readStream or ss.source.*")
         shape = plan_shape(explained.result())
+        if parsed_trigger.kind == "realtime":  # what it needs, said before the start: never a start that hangs
+            self._check_realtime(df, sink or BOUNDED, mode, shape, parsed_trigger)
+            mode = mode or "update"
         chosen = choose_mode(shape, sink or BOUNDED, mode)
         sink = sink or (BOUNDED if keep is not None or grace is not None else default_sink(chosen, parsed_trigger))
         if sink == BOUNDED and parsed_trigger.kind == "continuous":
@@ -165,6 +168,23 @@ class QueryStarter:
         return self._launch(df, name, sink, chosen, parsed_trigger, checkpoint=checkpoint, path=path, table=table,
                             options=options, foreach_batch=foreach_batch, warning=warning, plan=plan,
                             problem=problem, retention=retention if sink == BOUNDED else None, notes=notes)
+
+    def _check_realtime(self, df: DataFrame, sink: str, mode: str | None, shape: Any, trigger: Trigger) -> None:
+        """One line, before the start, naming what a real-time query lacks (queries/realtime.py)."""
+        from .._pyspark import client_version, plan_bytes
+        from . import realtime
+
+        fields = plan_fields(call(plan_bytes, df))
+        options = dict(_option_pairs(fields))
+        sources = tuple(value for name, value in fields if name == "format" and value)
+        server = self._s.server
+        needs = realtime.Needs(server=server.version, client=client_version(), sources=sources,
+                               connector=any(is_kafka(fmt) for fmt in sources) and server.kafka.has_connector(),
+                               sink=sink, mode=mode, shape=shape, batch_seconds=trigger.seconds or 0.0,
+                               partitions=_partitions(options), slots=_task_slots(self._s.spark))
+        found = realtime.problem(needs)
+        if found is not None:
+            raise UnsupportedOperation(found[0], found[1], code="realtime_needs")
 
     @staticmethod
     def _ask_about(df: DataFrame) -> tuple[Future[bool], Future[str]]:
@@ -532,3 +552,36 @@ class QueryStarter:
             except SparkscopeError as exc:
                 restarted.append((record, exc))
         return restarted
+
+
+def _option_pairs(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (key, value) entries of a plan's option maps, as plan_fields lists them (a key, then its value)."""
+    return [(key.lower(), value) for (name, key), (next_name, value) in zip(fields, fields[1:], strict=False)
+            if name == "key" and next_name == "value"]
+
+
+def _partitions(options: dict[str, str]) -> dict[str, int] | None:
+    """The partitions of each topic a Kafka read subscribes to, asked of its cluster; None when it cannot be asked
+    (no cluster named, a pattern or assignment, the broker's client library missing, the cluster not answering)."""
+    bootstrap, subscribed = options.get("kafka.bootstrap.servers"), options.get("subscribe")
+    if not bootstrap or not subscribed:
+        return None
+    try:
+        from ..kafka.broker import topics
+
+        wanted = {name.strip() for name in subscribed.split(",") if name.strip()}
+        return {info.name: len(info.partitions) for info in topics(bootstrap) if info.name in wanted} or None
+    except Exception:  # the check is a courtesy: Spark still says what it says
+        log.debug("could not count the partitions of %s", subscribed, exc_info=True)
+        return None
+
+
+def _task_slots(spark: Any) -> int | None:
+    """The task slots of a server in local mode (local[N]); None where they cannot be told from here."""
+    try:
+        master = str(call(spark.conf.get, "spark.master", "") or "")
+    except SparkscopeError:
+        return None
+    found = re.fullmatch(r"local\[(\d+)(,\d+)?\]", master.strip())
+    return int(found.group(1)) if found else (1 if master.strip() == "local" else None)
+

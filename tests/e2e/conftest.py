@@ -63,15 +63,40 @@ def repl(remote_url):
     shell = Repl(child)
     shell.prompt()
     yield shell
-    if child.isalive():
-        child.sendcontrol("d")
-        try:
-            index = child.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=30)
-            if index == 0:
-                child.send("y\r")
-                child.expect(pexpect.EOF, timeout=30)
-        except pexpect.TIMEOUT:
-            child.terminate(force=True)
+    leave(child, remote_url)
+
+
+def leave(child: pexpect.spawn, remote_url: str) -> None:
+    """Ctrl-D, stopping what the REPL runs. A REPL that does not leave in time (a busy machine) is ended, and the
+    queries of the sessions it held are stopped from here: the server is shared with the tests after it."""
+    if not child.isalive():
+        return
+    child.sendcontrol("d")
+    try:
+        index = child.expect([r"Stop (it|them)\? \[y/N\]", pexpect.EOF], timeout=120)
+        if index == 0:
+            child.send("y\r")
+            child.expect(pexpect.EOF, timeout=120)
+    except pexpect.TIMEOUT:
+        held = _sessions_held_by(child.pid)
+        child.terminate(force=True)
+        import sparkscope
+
+        for session_id in held:
+            with contextlib.suppress(Exception), sparkscope.connect(remote_url, session_id=session_id) as left:
+                left.stop_all()
+
+
+def _sessions_held_by(pid: int) -> list[str]:
+    """The sessions the catalog says process `pid` holds."""
+    import sqlite3
+
+    from sparkscope.client.catalog.records import FILE_NAME
+    from sparkscope.client.paths import state_dir
+
+    with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(state_dir() / FILE_NAME)) as db:
+        return [row[0] for row in db.execute("SELECT session_id FROM sessions WHERE pid=?", (pid,))]
+    return []
 
 
 class Screen:

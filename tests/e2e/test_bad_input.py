@@ -23,7 +23,7 @@ CASES = [
                      "another name."),
     (":start x r --mode sometimes", "error: 'sometimes' is not an output mode. Use append, update or complete."),
     (":start x r --trigger fast", "error: 'fast' is not a trigger. Use an interval (5s, 1 minute), once, "
-                                  "available-now or continuous:1s."),
+                                  "available-now, continuous:1s or realtime (realtime:10s)."),
     (":start x r --sink kafka2", "error: 'kafka2' is not a sink. Use one of: bounded, memory, console, table, "
                                  "foreach_batch, kafka, parquet, json, csv, orc, text."),
     (":start x r --keep lots", "error: 'lots' is not what to keep. Write a row count (10000, 50k) or a time "

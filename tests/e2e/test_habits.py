@@ -17,7 +17,8 @@ def test_exit_asks_about_running_queries_like_quit(remote_url):
         child = spawn("--remote", remote_url)
         repl = Repl(child)
         repl.prompt()
-        repl.run(":start leaving ss.source.rate(1)")
+        started = repl.run(":start leaving ss.source.rate(1)")
+        assert "Started leaving" in started, started  # else there is nothing to ask about
         child.send(leave + "\r")
         child.expect(r"1 query is still running \(leaving\)\. Stop it\? \[y/N\]", timeout=30)
         child.send("y\r")

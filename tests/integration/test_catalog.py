@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +61,47 @@ def test_a_stopped_query_restarts_from_its_checkpoint_with_nothing_lost_or_repea
         ss.restart("cat_counts")
     assert str(err.value) == f"cat_counts is already running (id {again.id[:8]}). Nothing was changed."
     again.stop()
+
+
+def cut_off_first_batch(checkpoint: str) -> None:
+    """What a server killed while writing a query's first offsets leaves (seen after kill -9 in test_durability):
+    Spark's unfinished `.0.<uuid>.tmp` and its checksum, never renamed to `0`."""
+    offsets = Path(checkpoint.removeprefix("file:")) / "offsets"
+    offsets.mkdir(parents=True, exist_ok=True)
+    unfinished = f".0.{uuid.uuid4()}.tmp"
+    (offsets / unfinished).write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n')
+    (offsets / f".{unfinished}.crc").write_bytes(b"crc\x00\x00\x00\x00\x00\x00\x00\x00")
+
+
+def test_a_query_whose_first_batch_was_cut_off_restarts_at_batch_0_and_loses_nothing(ss, data_dir, tmp_path):
+    events, out = data_dir / "cut_events", tmp_path / "out"
+    events.mkdir()
+    query = ss.start(windowed_counts(ss, events), "cat_cut_off", sink="parquet", path=str(out))
+    query.process_all_available()  # no file yet: no batch, nothing in offsets/
+    query.stop()
+    cut_off_first_batch(query.checkpoint)
+    write_events(events, 0, [("2024-01-01 10:05:00", "open"), ("2024-01-01 12:30:00", "close")])
+    again = ss.restart("cat_cut_off")
+    again.process_all_available()
+    assert again.state == "active", again.exception
+    assert [p.batch_id for p in again.history][:1] == [0]
+    write_events(events, 1, [("2024-01-01 14:10:00", "open")])  # moves the watermark past 12:00
+    again.process_all_available()
+    assert sink_rows(ss, out) == [("10:00", "open", 1), ("12:00", "close", 1)]
+    again.stop()
+
+
+def test_a_cut_off_first_batch_in_a_checkpoint_sparkscope_cannot_reach_is_one_line_that_says_what_to_do(ss, tmp_path):
+    checkpoint = tmp_path / "theirs"  # a start never clears a checkpoint given to it: only a restart does
+    cut_off_first_batch(str(checkpoint))
+    query = ss.start(ss.source.rate(5), "cat_cut_off_theirs", sink="parquet", path=str(tmp_path / "out"),
+                     checkpoint=str(checkpoint))
+    with pytest.raises(sparkscope.QueryFailed) as failed:
+        query.await_termination(120)
+    assert str(query.exception) == (
+        f"The checkpoint file:{checkpoint} holds no whole batch, yet files Spark does not expect (a first batch "
+        "cut off as the server stopped); start the query over with a new checkpoint (:restart NAME --fresh, "
+        "ss.restart(name, fresh=True))"), failed.value
 
 
 def test_a_failed_query_is_recorded_and_restarts(ss):

@@ -132,6 +132,30 @@ def committed_batch(checkpoint: str) -> int | None:
     return max(batches, default=None)
 
 
+# What Spark leaves of a metadata file it was writing when its server was killed: CheckpointFileManager writes
+# `.N.<uuid>.tmp` (and Hadoop's `..N.<uuid>.tmp.crc` beside it), renamed to `N` only once whole.
+_CUT_OFF_WRITE = re.compile(r"\.\.?\d+\.[0-9a-f-]{36}\.tmp(\.crc)?")
+
+
+def clear_cut_off_first_batch(checkpoint: str) -> list[str]:
+    """A checkpoint of this machine whose first batch was cut off (the server was killed while writing its offsets):
+    Spark sees no batch, so it starts the query anew, and refuses because offsets/ is not empty
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). The unfinished files, which Spark never reads, are removed, so
+    that the query starts at batch 0 as it would have. A checkpoint holding any whole batch is left as it is.
+    The files removed are returned."""
+    root = Path(checkpoint.removeprefix("file:"))
+    folders = [root / "offsets", root / "commits"]
+    try:
+        entries = [entry for folder in folders if folder.is_dir() for entry in folder.iterdir()]
+    except OSError:
+        return []
+    if not entries or any(not _CUT_OFF_WRITE.fullmatch(entry.name) for entry in entries):
+        return []  # a whole batch (or a file that is not Spark's): Spark recovers from it, or says what it finds
+    for entry in entries:
+        delete_guard.remove_file(entry)
+    return [str(entry) for entry in entries]
+
+
 def checkpoint_watermark(checkpoint: str) -> datetime.datetime | None:
     """The watermark a checkpoint of this machine's newest batch ran with (its offsets log's batchWatermarkMs): what
     a restarted query that has run no batch since judges by. None without one (no batch, or no watermark yet)."""

@@ -18,7 +18,8 @@ from ..connection.capabilities import ADD_PACKAGES
 from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
 from ..catalog.records import ACTIVE, LOST, STOPPED, Record
 from .. import delete_guard
-from ..catalog.checkpoints import Resumption, committed_batch, made_by_sparkscope, make_fresh
+from ..catalog.checkpoints import (Resumption, clear_cut_off_first_batch, committed_batch, made_by_sparkscope,
+                                   make_fresh)
 from ..kafka.connector import is_kafka, reads_own_source
 from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
 from ..logs import log, swallowed
@@ -518,6 +519,9 @@ class QueryStarter:
         elif self._s.server.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
             self._remake_if_ours(checkpoint, name)
+            with swallowed(f"clearing the cut-off first batch of {name}"):
+                if cleared := clear_cut_off_first_batch(checkpoint):
+                    log.info("%s: its first batch was cut off as it was written; removed %s", name, cleared)
             _check_sources_here(record)
         else:
             resumption = Resumption(checkpoint, record.last_batch, False)

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from sparkscope.client.catalog.records import Record
-from sparkscope.client.catalog.checkpoints import (LOW_SPACE, MARKER, committed_batch, made_by_sparkscope, make_fresh,
+from sparkscope.client.catalog.checkpoints import (LOW_SPACE, MARKER, clear_cut_off_first_batch, committed_batch,
+                                                   made_by_sparkscope, make_fresh,
                                                    no_space_at, parse_age, prune, scan)
 from sparkscope.client.errors import ConfigError
 
@@ -99,3 +100,37 @@ def test_a_full_disk_is_named_at_the_first_path_whose_disk_has_no_room(tmp_path)
     usage = lambda path: Usage(left[path])  # noqa: E731 - which disk has how much room, as statvfs would say
     assert no_space_at([None, f"file:{roomy}/cp"], usage) is None
     assert no_space_at([f"file:{roomy}/cp", str(full / "out" / "part")], usage) == (str(full / "out" / "part"), 4096)
+
+
+def _cut_off(folder, batch: int = 0) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f".{batch}.0b9c1a3e-5f6d-4e2a-9b7c-3d2e1f0a9b8c.tmp"
+    (folder / name).write_text("v1\n")
+    (folder / f".{name}.crc").write_bytes(b"crc")
+    return sorted([str(folder / name), str(folder / f".{name}.crc")])
+
+
+def test_a_first_batch_cut_off_as_it_was_written_is_cleared(tmp_path):
+    written = _cut_off(tmp_path / "cp" / "offsets")
+    assert sorted(clear_cut_off_first_batch(f"file:{tmp_path / 'cp'}")) == written
+    assert list((tmp_path / "cp" / "offsets").iterdir()) == []
+
+
+def test_a_checkpoint_with_a_whole_batch_keeps_its_cut_off_next_one(tmp_path):
+    offsets = tmp_path / "cp" / "offsets"
+    written = _cut_off(offsets, batch=1)
+    (offsets / "0").write_text("v1\n")  # Spark resumes from batch 0 and writes batch 1 again itself
+    assert clear_cut_off_first_batch(str(tmp_path / "cp")) == []
+    assert sorted(str(p) for p in offsets.iterdir()) == sorted([*written, str(offsets / "0")])
+
+
+def test_a_file_that_is_not_spark_s_leaves_the_checkpoint_as_it_is(tmp_path):
+    offsets = tmp_path / "cp" / "offsets"
+    written = _cut_off(offsets)
+    (offsets / "notes.txt").write_text("mine")
+    assert clear_cut_off_first_batch(str(tmp_path / "cp")) == []
+    assert len(list(offsets.iterdir())) == len(written) + 1
+
+
+def test_a_checkpoint_that_is_not_there_is_left_alone(tmp_path):
+    assert clear_cut_off_first_batch(str(tmp_path / "missing")) == []

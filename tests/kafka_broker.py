@@ -106,6 +106,27 @@ class Broker:
             consumer.close()
         return out
 
+    def first_values(self, topic: str, count: int, timeout: float = 10.0) -> list[str]:
+        """The values of the first `count` records of a one-partition topic, as a consumer fetches them (fewer when
+        it has fewer within `timeout` seconds). tansu's high watermark can stay a record behind the last one written
+        (values() stops at it), while a fetch from the start returns every record."""
+        import time
+
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "tests", "enable.auto.commit": False})
+        out: list[str] = []
+        try:
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            deadline = time.monotonic() + timeout
+            while len(out) < count and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    out.append(message.value().decode())
+        finally:
+            consumer.close()
+        return out
+
     def stop(self) -> None:
         self.process.terminate()
         try:

@@ -157,7 +157,7 @@ def test_a_real_time_query_runs_kafka_to_kafka_and_what_it_lacks_is_said_before_
     query = ss.start(read(topic), "real_time", sink="kafka", options=into_kafka, trigger="realtime")
     assert query.mode == "update" and str(query.trigger) == "realtime:5 seconds"
     kafka_broker.produce(topic, ["a", "b", "c"])
-    wait_for(lambda: sorted(kafka_broker.values(f"{topic}_out")) == ["a", "b", "c"], 120,
+    wait_for(lambda: sorted(kafka_broker.first_values(f"{topic}_out", 3)) == ["a", "b", "c"], 120,
              what="the records written in real time")
     query.stop()
 
@@ -184,3 +184,18 @@ def test_a_real_time_query_runs_kafka_to_kafka_and_what_it_lacks_is_said_before_
             start()
         assert str(refused.value).startswith(said), (name, str(refused.value))
     assert [q.name for q in ss.running()] == []  # nothing was started by a refused start
+
+
+def test_a_real_time_query_into_the_default_sink_shows_its_lines_in_peek_as_they_arrive(ss, kafka_broker, topic):
+    """Real-time mode commits a batch only at its end (5 s here): the rows reach the ring one by one before that, through
+    the jar's foreach writer, and :peek, :tail and display() read the ring as for any query of the default sink."""
+    kafka_broker.create(topic, 1)
+    lines = (ss.spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+             .option("subscribe", topic).load().selectExpr("CAST(value AS STRING) AS line"))
+    query = ss.start(lines, "rt_lines", trigger="realtime:5s", keep=3)
+    assert (query.sink, query.mode, str(query.trigger)) == ("bounded", "update", "realtime:5 seconds")
+    kafka_broker.produce(topic, ["one", "two", "three", "four"])  # after the start: it returns once the batch reads
+    wait_for(lambda: sorted(r["line"] for r in ss.peek("rt_lines").as_dicts()) == ["four", "three", "two"], 15,
+             what="the lines produced after the start, in :peek (the newest 3 kept)")
+    assert query.state == "active"
+    query.stop()

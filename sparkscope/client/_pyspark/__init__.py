@@ -262,6 +262,14 @@ def keep_session_on_close(spark: Any) -> None:
     spark.release_session_on_close = False
 
 
+def foreach_jvm_writer(writer: Any, packet: bytes) -> Any:
+    """DataStreamWriter.foreach with a JVM ForeachWriter: Spark Connect's WriteStreamOperationStart carries one as
+    foreach_writer.scala_function.payload (the Java-serialized ForeachWriterPacket the Scala client sends), next to
+    the Python writer pyspark's foreach() fills in (its _write_proto, as foreach() sets it, 4.3.0)."""
+    writer._write_proto.foreach_writer.scala_function.payload = packet
+    return writer
+
+
 def pickle_by_value(module_name: str) -> None:
     """pyspark.cloudpickle.register_pickle_by_value (public, 4.3.0): functions of `module_name` travel
     with their code, so a server without sparkscope installed can run them (foreachBatch)."""

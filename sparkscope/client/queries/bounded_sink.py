@@ -24,8 +24,11 @@ it keeps starts again from its next batch.
 
 from __future__ import annotations
 
+import base64
 import re
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +57,9 @@ def ring_options(view: str, retention: Retention, mode: str) -> dict[str, Any]:
             "grace_ms": -1 if retention.grace is None else int(retention.grace * 1000)}
 
 
+READING_WITHIN = 60.0  # seconds a real-time start waits for its writers to run
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A ring made for a query: the options its writer gives the sink, and the checkpoint folder the ring made
@@ -61,6 +67,7 @@ class Prepared:
 
     sink_options: dict[str, str]
     scratch_checkpoint: str | None
+    writer_packet: bytes | None = None  # a real-time query's: the JVM writer that puts each row into the ring
 
 
 class BoundedSink:
@@ -76,7 +83,7 @@ class BoundedSink:
         return self._jar.load()
 
     def prepare(self, df: Any, name: str, view: str, retention: Retention, mode: str, *,
-                scratch_checkpoint: bool = False) -> Prepared:
+                scratch_checkpoint: bool = False, realtime: bool = False) -> Prepared:
         """What the query's writer gives the sink so that its start makes the ring (empty, so reading it never
         fails) and the temporary view named after the query: no call of its own. `scratch_checkpoint`: the ring
         also makes its query a checkpoint folder in the server's temporary folder (Spark gives a memory sink one,
@@ -85,6 +92,11 @@ class BoundedSink:
         with translated():
             schema = df.schema.json()
         made = {**ring_options(view, retention, mode), "query": name, "schema": schema, "view": name}
+        if realtime:  # Spark refuses a sink class of sparkscope's in real time: a foreach writer of the jar's fills the
+            # ring row by row (sink/RingRows.java), made on the server for the ring made first
+            answer = self._jar.call("make_ring", **made, scratch_checkpoint=scratch_checkpoint)[0]
+            packet = self._jar.call("ring_writer", name=view)[0]["packet"]
+            return Prepared({}, answer.get("scratch"), base64.b64decode(packet))
         if not scratch_checkpoint:
             self.load()  # the sink's class loads from the server's class path, or this session's artifact
             options = {key: str(value).lower() if isinstance(value, bool) else str(value)
@@ -92,6 +104,18 @@ class BoundedSink:
             return Prepared({**options, "ring": view}, None)
         answer = self._jar.call("make_ring", **made, scratch_checkpoint=True)[0]
         return Prepared({"ring": view}, answer.get("scratch"))
+
+    def wait_reading(self, view: str, running: Callable[[], bool], timeout: float = READING_WITHIN) -> bool:
+        """Wait until a real-time query's writers run (its ring says so), as long as the query `running` and at most
+        `timeout` seconds: then its batch reads from offsets fixed already, so a record produced from now on
+        reaches its rows (a Kafka read from the latest offsets skips what came before they were fixed). Whether
+        they run."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(kept.name == view and kept.reading for kept in self._jar.kept()) or not running():
+                return running()
+            time.sleep(0.2)  # polling the ring's state, with a deadline
+        return False
 
     def _read(self, view: str) -> Any:
         self.load()

@@ -6,7 +6,9 @@ What Spark's real-time mode needs (Spark 4.1 added it in Scala; Python's `trigge
 field came with 4.2):
 - a server of Spark 4.2 or later, and a client pyspark of 4.2 or later;
 - Spark's Kafka source, only (its connector: `sparkscope server start --kafka`);
-- a Kafka, foreach or console sink (Spark refuses its memory sink and sparkscope's);
+- a Kafka, foreach or console sink (Spark refuses its memory sink and every other). sparkscope's default sink is
+  a foreach writer in real time (the jar's sink/RingRows.java puts each row into the query's ring as it arrives),
+  where the server's tasks run in its driver (local mode), as on every server sparkscope starts;
 - update output mode;
 - stateless operators, and from Spark 4.3 aggregations and dropDuplicates too; never a stream-stream join,
   transformWithState, applyInPandasWithState or a session window;
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .planning import PlanShape
+from .planning import BOUNDED, PlanShape
 
 SINKS = ("kafka", "console", "foreach")
 MIN_BATCH_SECONDS = 5.0
@@ -48,6 +50,7 @@ class Needs:
     batch_seconds: float
     partitions: dict[str, int] | None = None  # topic -> partitions
     slots: int | None = None
+    tasks_in_driver: bool | None = None  # the server runs its tasks in its driver's JVM (local mode); None: unknown
 
 
 def problem(needs: Needs) -> tuple[str, str] | None:
@@ -66,10 +69,14 @@ def problem(needs: Needs) -> tuple[str, str] | None:
     if not needs.connector:
         return ("Real-time mode reads Spark's Kafka source only, and this server has no Kafka connector (sparkscope's "
                 "own Kafka source cannot run in real time)", "Start the server with sparkscope server start --kafka")
-    if needs.sink not in SINKS:
+    if needs.sink == BOUNDED and needs.tasks_in_driver is False:
+        return ("In real time, sparkscope's default sink keeps a query's rows only on a server whose tasks run in its "
+                "driver (local mode), and this server runs them on executors", "Give sink='kafka' with options "
+                "topic=…, and read that topic")
+    if needs.sink not in (*SINKS, BOUNDED):
         return (f"Real-time mode writes to Kafka, foreach or the console only, and this query writes to {needs.sink} "
-                "(Spark refuses its memory sink and sparkscope's)", "Give sink='kafka' with options topic=…, or "
-                "'console'")
+                "(Spark refuses its memory sink)", "Leave out the sink (sparkscope's keeps the newest rows), or give "
+                "sink='kafka' with options topic=…")
     if needs.mode not in (None, "update"):
         return (f"Real-time mode writes in update mode only, and this query asks for {needs.mode}",
                 "Leave out the mode, or give update")

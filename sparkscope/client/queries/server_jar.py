@@ -58,6 +58,7 @@ class Kept:
     scratch: str | None = None
     last_batch_received: int | None = None  # a ring's: the rows its writers sent the driver in the last batch
     trimmed_by: str | None = None  # a ring's: the byte limit (a setting's name) that made it keep fewer rows
+    reading: bool = False  # a real-time query's ring: its writers run (its batch reads from offsets now fixed)
 
 
     @property
@@ -75,7 +76,7 @@ class Kept:
                    age=int(facts.get("age_ms") or 0) / 1000, ended=None if ended is None else int(ended) / 1000,
                    grace=int(facts.get("grace_ms") or 0) / 1000, yours=bool(facts.get("yours")),
                    scratch=facts.get("scratch"), last_batch_received=facts.get("last_batch_received"),
-                   trimmed_by=facts.get("trimmed_by"))
+                   trimmed_by=facts.get("trimmed_by"), reading=bool(facts.get("reading")))
 
 
 @dataclass(frozen=True)

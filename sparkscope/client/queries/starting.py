@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..catalog import durable
 from . import bounded_sink
 from ..connection.capabilities import ADD_PACKAGES
-from .._pyspark import dataframe_from_plan, explain_string, own_calls, plan_fields
+from .._pyspark import dataframe_from_plan, explain_string, foreach_jvm_writer, own_calls, plan_fields
 from ..catalog.records import ACTIVE, LOST, STOPPED, Record
 from .. import delete_guard
 from ..catalog.checkpoints import (Resumption, clear_cut_off_first_batch, committed_batch, made_by_sparkscope,
@@ -179,10 +179,13 @@ class QueryStarter:
         options = dict(_option_pairs(fields))
         sources = tuple(value for name, value in fields if name == "format" and value)
         server = self._s.server
+        master = _master(self._s.spark)
+        slots = _task_slots(master)
         needs = realtime.Needs(server=server.version, client=client_version(), sources=sources,
                                connector=any(is_kafka(fmt) for fmt in sources) and server.kafka.has_connector(),
                                sink=sink, mode=mode, shape=shape, batch_seconds=trigger.seconds or 0.0,
-                               partitions=_partitions(options), slots=_task_slots(self._s.spark))
+                               partitions=_partitions(options), slots=slots,
+                               tasks_in_driver=None if master is None else master.startswith("local"))
         found = realtime.problem(needs)
         if found is not None:
             raise UnsupportedOperation(found[0], found[1], code="realtime_needs")
@@ -262,8 +265,11 @@ class QueryStarter:
             self.drop_old_view(name)
             view = bounded_sink.view_name(name)
             prepared = self._sink.prepare(df, name, view, retention or Retention(), chosen,
-                                          scratch_checkpoint=checkpoint is None)
+                                          scratch_checkpoint=checkpoint is None,
+                                          realtime=parsed_trigger.kind == "realtime")
             sink_options = prepared.sink_options
+            if prepared.writer_packet is not None:
+                writer = foreach_jvm_writer(writer, prepared.writer_packet)
             if prepared.scratch_checkpoint:  # the ring's own, on the server: it goes with the ring
                 writer = writer.option("checkpointLocation", prepared.scratch_checkpoint)
         if parsed_trigger.kind != "default":
@@ -285,6 +291,10 @@ class QueryStarter:
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
+        if view is not None and parsed_trigger.kind == "realtime":  # started once it reads: what comes next shows
+            with translated():
+                if not self._sink.wait_reading(view, lambda: query.is_active):
+                    log.info("%s: its real-time writers did not start within %gs", name, bounded_sink.READING_WITHIN)
         query.notes.extend(notes or [])
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
@@ -296,6 +306,8 @@ class QueryStarter:
         with translated(), own_calls():
             if sink == "table":
                 return writer.toTable(table)
+            if sink == BOUNDED and not sink_options:  # a real-time query's: its foreach writer fills the ring
+                return writer.start()
             if sink == BOUNDED:
                 return writer.format(bounded_sink.SINK_CLASS).options(**sink_options).start()
             if sink == "foreach_batch" and foreach_batch is not None:
@@ -580,12 +592,16 @@ def _partitions(options: dict[str, str]) -> dict[str, int] | None:
         return None
 
 
-def _task_slots(spark: Any) -> int | None:
-    """The task slots of a server in local mode (local[N]); None where they cannot be told from here."""
+def _master(spark: Any) -> str | None:
+    """The server's spark.master; None when it does not say."""
     try:
-        master = str(call(spark.conf.get, "spark.master", "") or "")
+        return str(call(spark.conf.get, "spark.master", "") or "").strip() or None
     except SparkscopeError:
         return None
-    found = re.fullmatch(r"local\[(\d+)(,\d+)?\]", master.strip())
-    return int(found.group(1)) if found else (1 if master.strip() == "local" else None)
+
+
+def _task_slots(master: str | None) -> int | None:
+    """The task slots of a server in local mode (local[N]); None where they cannot be told from here."""
+    found = re.fullmatch(r"local\[(\d+)(,\d+)?\]", master or "")
+    return int(found.group(1)) if found else (1 if master == "local" else None)
 

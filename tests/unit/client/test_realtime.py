@@ -30,6 +30,7 @@ def test_a_stateless_kafka_to_kafka_query_has_what_real_time_mode_needs():
     assert problem(needs()) is None
     assert problem(needs(sink="console", mode="update", partitions=None, slots=None)) is None
     assert problem(needs(server="4.3.0", shape=PlanShape(aggregation=True))) is None  # aggregations from 4.3
+    assert problem(needs(sink="bounded", tasks_in_driver=True)) is None  # its foreach writer fills the ring
 
 
 @pytest.mark.parametrize("changed, said", [
@@ -39,8 +40,11 @@ def test_a_stateless_kafka_to_kafka_query_has_what_real_time_mode_needs():
     (dict(sources=("rate",)), "Real-time mode reads Spark's Kafka source only, and this query reads rate"),
     (dict(connector=False), "Real-time mode reads Spark's Kafka source only, and this server has no Kafka connector "
                             "(sparkscope's own Kafka source cannot run in real time)"),
-    (dict(sink="bounded"), "Real-time mode writes to Kafka, foreach or the console only, and this query writes to "
-                           "bounded (Spark refuses its memory sink and sparkscope's)"),
+    (dict(sink="memory"), "Real-time mode writes to Kafka, foreach or the console only, and this query writes to "
+                          "memory (Spark refuses its memory sink)"),
+    (dict(sink="bounded", tasks_in_driver=False), "In real time, sparkscope's default sink keeps a query's rows only "
+                                                  "on a server whose tasks run in its driver (local mode), and this "
+                                                  "server runs them on executors"),
     (dict(mode="append"), "Real-time mode writes in update mode only, and this query asks for append"),
     (dict(shape=PlanShape(stream_stream_join=True)), "Real-time mode cannot run a stream-stream join"),
     (dict(shape=PlanShape(session_window=True, aggregation=True)), "Real-time mode cannot run a session window"),

@@ -11,6 +11,8 @@
  *   make_ring   name, query, schema (JSON), rows, seconds, replace, grace_ms (-1: the server's), scratch_checkpoint,
  *               view (the caller's temporary view   {"scratch": the checkpoint folder the ring made, or null}
  *               of its rows, made too)
+ *   ring_writer name (the caller's ring)          {"packet": base64 of the Java-serialized ForeachWriterPacket of a
+ *                                                   writer into that ring, for a real-time query (sink/RingRows.java)}
  *   make_feed   name, schema (JSON), grace_ms      {}
  *   forget      name [, user: the server's owner   {"forgotten": true or false}
  *                only, another user's]
@@ -54,6 +56,7 @@ import scala.Function1;
 import sparkscope.v3.feed.Feeds;
 import sparkscope.v3.identity.Identity;
 import sparkscope.v3.sink.KeepNewest;
+import sparkscope.v3.sink.RingRows;
 
 public final class Control implements TableProvider {
     static final StructType ANSWER = new StructType().add("answer", DataTypes.StringType, false);
@@ -135,6 +138,10 @@ public final class Control implements TableProvider {
                         options.containsKey("seconds") ? Double.parseDouble(options.get("seconds")) : null,
                         options.getBoolean("replace", false), whole(options, "grace_ms", -1),
                         options.getBoolean("scratch_checkpoint", false), options.get("view")));
+                answer.add(one);
+                return answer;
+            case "ring_writer":
+                one.put("packet", RingRows.packet(required(options, "name")));
                 answer.add(one);
                 return answer;
             case "make_feed":

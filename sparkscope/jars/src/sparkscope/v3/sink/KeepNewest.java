@@ -75,6 +75,7 @@ import sparkscope.v3.Limits;
 
 public final class KeepNewest implements TableProvider {
     public static final String BATCH_COLUMN = "__sparkscope_batch";
+    static final int TRIM_EVERY = 64;
     public static final String GONE = "SPARKSCOPE_RING_GONE: sparkscope's sink keeps no such rows on this server "
             + "(their query ended longer ago than its grace period, they were dropped, the server restarted, or they "
             + "are another user's)";
@@ -156,6 +157,8 @@ public final class KeepNewest implements TableProvider {
         private long lastReceived = -1;  // the rows the driver received in the last batch
         private volatile long bytes = 0;  // what its chunks take: read by other rings' budgets without its lock
         private String trimmedBy = null;  // the byte limit that last made it keep fewer rows than it could
+        private int arrivedSinceTrim = 0;  // rows of a real-time query since the bounds were last applied
+        private volatile boolean reading = false;  // a real-time query's writers run (RingRows.open)
 
         Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
              LongSupplier clock, Scratch scratch, Lifetime lifetime, Limits limits) {
@@ -200,6 +203,12 @@ public final class KeepNewest implements TableProvider {
                 case "commit":
                     commit((Long) call[1], (List<InternalRow>) call[2], (Long) call[3]);
                     return null;
+                case "reading":  // a real-time query's writer opened: its batch runs, from offsets fixed
+                    reading = true;
+                    return null;
+                case "arrived":
+                    arrived((Long) call[1], (InternalRow) call[2]);
+                    return null;
                 case "snapshot":
                     return snapshot((Long) call[1], (Integer) call[2]);
                 case "sweep":
@@ -231,6 +240,31 @@ public final class KeepNewest implements TableProvider {
             if (bytes > allowed) {  // its owner's bytes, or everyone's: the newest rows that fit stay
                 trimmedBy = limits.tighterBytes(lifetime.user(), this);
                 keepBytes(allowed);
+            }
+        }
+
+        /**
+         * One row of a real-time query (RingRows.java), as it arrives: real-time mode runs a batch for minutes and
+         * commits it at its end, so its rows join the batch's chunk one by one. The bounds hold as in a commit, once
+         * every TRIM_EVERY rows: the ring exceeds its rows by fewer than that many at any time.
+         */
+        synchronized void arrived(long batch, InternalRow row) {
+            long now = clock.getAsLong();
+            Chunk newest = chunks.peekFirst();
+            if (newest == null || newest.batch != batch) {
+                newest = new Chunk(batch, now, new ArrayList<>());
+                chunks.addFirst(newest);
+            }
+            newest.add(row);
+            bytes += Chunk.bytesOf(row);
+            if (++arrivedSinceTrim >= TRIM_EVERY || bytes > limits.bytesFor(lifetime.user(), this)) {
+                arrivedSinceTrim = 0;
+                trim(now);
+                long allowed = limits.roomFor(lifetime.user(), this, bytes);
+                if (bytes > allowed) {
+                    trimmedBy = limits.tighterBytes(lifetime.user(), this);
+                    keepBytes(allowed);
+                }
             }
         }
 
@@ -313,6 +347,7 @@ public final class KeepNewest implements TableProvider {
             facts.put("bytes", bytes);
             facts.put("trimmed_by", trimmedBy);
             facts.put("last_batch_received", lastReceived < 0 ? null : lastReceived);
+            facts.put("reading", reading);
             facts.put("keep_rows", (long) rows);
             facts.put("keep_seconds", seconds);
             facts.put("scratch", scratch == null ? null : scratch.folder.toString());
@@ -368,6 +403,11 @@ public final class KeepNewest implements TableProvider {
             this.arrived = arrived;
             this.rows = rows;
             this.bytes = bytesOf(rows);
+        }
+
+        void add(InternalRow row) {
+            rows.add(row);
+            bytes += bytesOf(row);
         }
 
         void keepNewest(int count) {

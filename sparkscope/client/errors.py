@@ -270,8 +270,8 @@ def summarise_error(text: str) -> str:
         found = re.search(r"checkpoint location (\S+?)/(offsets|state|commits) should be empty", text)
         where = f" {found.group(1)}" if found else ""
         return (f"The checkpoint{where} holds no whole batch, yet files Spark does not expect (a first batch cut off "
-                f"as the server stopped); start the query over with a new checkpoint (:restart NAME --fresh, "
-                f"ss.restart(name, fresh=True))")
+                f"as the server stopped); start the query over with a new checkpoint "
+                f"(ss.restart(name, fresh=True))")
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("===", "JVM stacktrace", "at ")):

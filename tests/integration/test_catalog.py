@@ -100,8 +100,7 @@ def test_a_cut_off_first_batch_in_a_checkpoint_sparkscope_cannot_reach_is_one_li
         query.await_termination(120)
     assert str(query.exception) == (
         f"The checkpoint file:{checkpoint} holds no whole batch, yet files Spark does not expect (a first batch "
-        "cut off as the server stopped); start the query over with a new checkpoint (:restart NAME --fresh, "
-        "ss.restart(name, fresh=True))"), failed.value
+        "cut off as the server stopped); start the query over with a new checkpoint (ss.restart(name, fresh=True))"), failed.value
 
 
 def test_a_failed_query_is_recorded_and_restarts(ss):

@@ -14,6 +14,7 @@ import pytest
 
 import sparkscope
 from sparkscope.client.errors import AuthenticationFailed, ConfigError, ConnectionFailed
+from sparkscope.client._pyspark import foreach_jvm_writer
 from tests.helpers import wait_for
 from tests.identities import FEED_WRITER, RING, call, pyspark_client, users
 from tests.integration.test_commands import Shell
@@ -141,6 +142,12 @@ def test_the_jar_refuses_what_sparkscope_never_sends_and_ana_s_rows_stay(server,
         with pytest.raises(Exception, match="SPARKSCOPE_RING_GONE"):
             bob.read.format(RING).option("ring", query.view).load().collect()
         assert call(bob, "forget", name=query.view) == [{"forgotten": False}]
+        with pytest.raises(Exception, match="SPARKSCOPE_RING_GONE"):  # the writer a real-time query gets
+            call(bob, "ring_writer", name=query.view)
+        forged = bob_s_writer_forged_for(bob, query.view)
+        with pytest.raises(Exception, match="SPARKSCOPE_NOT_YOUR_RING: this query's writer names a ring of another "
+                                            "user's"):
+            foreach_jvm_writer(bob.readStream.format("rate").load().writeStream, forged).start().awaitTermination(120)
         with pytest.raises(Exception, match="SPARKSCOPE_NOT_OWNER: only the server's owner"):
             call(bob, "forget", name=query.view, user="ana")
         assert call(bob, "free", all="true") == []  # nothing of his ended; all=true is the owner's alone
@@ -155,6 +162,19 @@ def test_the_jar_refuses_what_sparkscope_never_sends_and_ana_s_rows_stay(server,
     assert next(item for item in ana_session.kept() if item.name == feed.name).rows == 1  # her batch, untouched
     assert len(ana_session.peek("orders", n=100).rows) == 50
     anas_rows_go_on(ana_session)
+
+
+def bob_s_writer_forged_for(bob, anas_ring: str) -> bytes:
+    """The jar's writer into a ring of bob's, its bytes changed to name ana's ring instead (a ring's key in them is its
+    user, NUL in Java's modified UTF-8, its name): what a hostile client can send as a foreach writer."""
+    import base64
+
+    mine = "x" * len(anas_ring)
+    call(bob, "make_ring", name=mine, schema=bob.readStream.format("rate").load().schema.json())
+    packet = base64.b64decode(call(bob, "ring_writer", name=mine)[0]["packet"])
+    key = b"bob\xc0\x80" + mine.encode()
+    assert packet.count(key) == 1, packet
+    return packet.replace(key, b"ana\xc0\x80" + anas_ring.encode())
 
 
 def test_bob_s_own_sdk_and_commands_reach_nothing_of_ana_s(server, tokens, ana):

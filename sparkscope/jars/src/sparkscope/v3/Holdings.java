@@ -287,7 +287,7 @@ public final class Holdings {
     }
 
     /** {user, session} of the Spark Connect operation among a thread's job tags (comma-separated), or null. */
-    static String[] ownerOfTags(String tags) {
+    public static String[] ownerOfTags(String tags) {
         if (tags != null) {
             for (String tag : tags.split(",")) {
                 Matcher match = OPERATION_TAG.matcher(tag.trim());

@@ -7,6 +7,9 @@
  * A Spark Connect client sends a JVM ForeachWriter as Java-serialized bytes (a ForeachWriterPacket). This jar makes
  * those bytes on the server (Control's ring_writer), with the server's own classes, so no client needs them.
  *
+ * A writer fills only a ring of the user whose query runs it (its tasks carry Spark Connect's operation tag, which
+ * names that user): bytes forged to name another user's ring fail the query in one line.
+ *
  * The ring lives in the driver: the writer finds it where its tasks run in the driver's JVM (local mode, which
  * every server sparkscope starts runs). Elsewhere it says so, in one line, when the query starts its first batch.
  */
@@ -32,7 +35,10 @@ public final class RingRows extends ForeachWriter<Row> {
     static final String NOT_IN_DRIVER = "SPARKSCOPE_RING_ELSEWHERE: a real-time query's rows reach sparkscope's sink "
             + "only on a server whose tasks run in its driver (local mode), and this task runs on an executor; "
             + "write to Kafka instead (sink='kafka')";
+    static final String NOT_YOURS = "SPARKSCOPE_NOT_YOUR_RING: this query's writer names a ring of another user's; "
+            + "a query writes into its own user's rings only";
     private static final String QUERY_ID = "sql.streaming.queryId";  // StreamExecution.QUERY_ID_KEY, set on each task
+    private static final String JOB_TAGS = "spark.job.tags";  // SparkContext.SPARK_JOB_TAGS: names the operation's user
 
     private final String key;
     private final String schema;
@@ -69,6 +75,12 @@ public final class RingRows extends ForeachWriter<Row> {
             org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
             boolean driver = env == null || "driver".equals(env.executorId());
             throw new IllegalStateException(driver ? KeepNewest.GONE : NOT_IN_DRIVER);
+        }
+        String[] owner = (String[]) ring.apply(new Object[] {"owner"});
+        TaskContext task = TaskContext.get();
+        String[] caller = task == null ? null : Holdings.ownerOfTags(task.getLocalProperty(JOB_TAGS));
+        if (owner != null && (caller == null || !owner[0].equals(caller[0]))) {  // a writer made for one user's ring,
+            throw new SecurityException(NOT_YOURS);  // sent by another's query (its bytes forged): no row of theirs
         }
         StructType rowSchema = (StructType) DataType.fromJson(schema);
         toCatalyst = CatalystTypeConverters.createToCatalystConverter(rowSchema);

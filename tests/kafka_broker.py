@@ -39,6 +39,15 @@ def _listening(port: int) -> bool:
         return False
 
 
+# What examples/12_kafka_transactions.py prints of seed 004's per-user totals: the same through either Kafka path.
+SEED_004_TOTALS = ("per-user totals (no timeout), as each batch updated them\n"
+                   "userId  total  transactions\n"
+                   "    u1  30.00             2\n"
+                   "    u2   5.50             1\n"
+                   "    u2  10.00             2\n"
+                   "    u3   8.25             2\n")
+
+
 class Broker:
     def __init__(self, log: Path):
         self.port = _free_port()

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
+from tests.kafka_broker import SEED_004_TOTALS
 
 WINDOW_COUNTS = [r"Close 2016-07-26 02:00-03:00 +10\n", r"Open 2016-07-26 02:00-03:00 +20\n",
                  r"Close 2016-07-26 03:00-04:00 +10\n", r"Open 2016-07-26 03:00-04:00 +20\n"]
@@ -93,12 +94,7 @@ def test_the_kafka_example_runs_seed_004_against_a_real_broker(remote_url, kafka
                           cwd=ROOT)
     assert (done.returncode, done.stderr) == (0, ""), done.stdout
     assert "Kafka through sparkscope's own source and sink" in done.stdout
-    assert ("per-user totals (no timeout), as each batch updated them\n"
-            "userId  total  transactions\n"
-            "    u1  30.00             2\n"
-            "    u2   5.50             1\n"
-            "    u2  10.00             2\n"
-            "    u3   8.25             2\n") in done.stdout
+    assert SEED_004_TOTALS in done.stdout
     assert ("userId  total  transactions status\n"
             "    u1  30.00             2   open\n"
             "    u1  30.00             2 closed\n"

@@ -13,6 +13,7 @@ import sys
 from pyspark.sql import functions as F
 
 from tests.helpers import run_sparkscope, wait_for
+from tests.kafka_broker import SEED_004_TOTALS
 from tests.kafka.conftest import ROOT, sparkscope_42
 from tests.notebooks import cell, run, text_of
 
@@ -58,12 +59,7 @@ def test_seed_004_runs_through_the_connector_with_its_totals_exact(connector_ser
                           text=True, timeout=300, env=env, cwd=ROOT)
     assert (done.returncode, done.stderr) == (0, ""), done.stdout
     assert "Kafka through Spark's connector" in done.stdout, done.stdout
-    assert ("per-user totals (no timeout), as each batch updated them\n"
-            "userId  total  transactions\n"
-            "    u1  30.00             2\n"
-            "    u2   5.50             1\n"
-            "    u2  10.00             2\n"
-            "    u3   8.25             2\n") in done.stdout
+    assert SEED_004_TOTALS in done.stdout
     assert "click windows: watermark 2023-08-01T10:05:10.000Z, late clicks dropped: 1\n" in done.stdout
 
 

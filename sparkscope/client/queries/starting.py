@@ -291,15 +291,16 @@ class QueryStarter:
         query = Query(handle, name=name, sink=sink, mode=chosen, trigger=parsed_trigger, checkpoint=checkpoint,
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
-        if view is not None and parsed_trigger.kind == "realtime":  # started once it reads: what comes next shows
-            with translated():
-                if not self._sink.wait_reading(view, lambda: query.is_active):
-                    log.info("%s: its real-time writers did not start within %gs", name, bounded_sink.READING_WITHIN)
         query.notes.extend(notes or [])
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self._s.server.kafka.describe())
-        return self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
+        self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
+        if view is not None and parsed_trigger.kind == "realtime":  # started once it reads: what comes next shows
+            with translated():  # (registered first: a Ctrl-C here leaves a query the catalog knows)
+                if not self._sink.wait_reading(view, lambda: query.is_active):
+                    log.info("%s: its real-time writers did not start within %gs", name, bounded_sink.READING_WITHIN)
+        return query
 
     def _start_writer(self, writer: Any, sink: str, *, path: str | None, table: str, options: dict[str, Any] | None,
                       sink_options: dict[str, str], foreach_batch: Callable[[Any, int], None] | None) -> Any:

@@ -24,7 +24,7 @@ from .client import (  # the error hierarchy (the three that are pyspark's excep
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .client.monitoring.progress import Progress
+    from .client.monitoring.progress import Latency, Progress
     from .client.queries.query import Query, QueryInfo
     from .client.rows import Rows
     from .client.errors import AnalysisError, QueryFailed, UnsupportedOperation
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # where each lazily loaded name of the API lives (tests/unit/test_public_api.py imports every one)
 _LAZY = {"connect": "server.connecting", "Session": "client.session", "Query": "client.queries.query",
          "QueryInfo": "client.queries.query", "Progress": "client.monitoring.progress", "Rows": "client.rows",
+         "Latency": "client.monitoring.progress",
          "LocalServer": "server.local", "AnalysisError": "client.errors", "QueryFailed": "client.errors",
          "UnsupportedOperation": "client.errors"}
 
@@ -64,8 +65,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-# LocalServer, Progress, Query, QueryInfo, Rows, Session, connect and the three errors that are pyspark's too load
+# Latency, LocalServer, Progress, Query, QueryInfo, Rows, Session, connect and the three errors that are pyspark's too load
 # lazily through __getattr__ above.
-__all__ = ["AnalysisError", "AuthenticationFailed", "Cancelled", "ConfigError", "ConnectionFailed", "LocalServer",
+__all__ = ["AnalysisError", "AuthenticationFailed", "Cancelled", "ConfigError", "ConnectionFailed", "Latency",
+           "LocalServer",
            "Progress", "Query", "QueryFailed", "QueryInfo", "QueryNotFound", "Rows", "ServerError", "Session",
            "SparkscopeError", "UnsupportedOperation", "__version__", "connect"]

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from pyspark.sql import functions as F
 
@@ -191,7 +192,68 @@ def test_a_real_time_query_into_the_default_sink_shows_its_lines_in_peek_as_they
     query = ss.start(lines, "rt_lines", trigger="realtime:5s", keep=3)
     assert (query.sink, query.mode, str(query.trigger)) == ("bounded", "update", "realtime:5 seconds")
     kafka_broker.produce(topic, ["one", "two", "three", "four"])  # after the start: it returns once the batch reads
+    produced_at = time.time()
     wait_for(lambda: sorted(r["line"] for r in ss.peek("rt_lines").as_dicts()) == ["four", "three", "two"], 15,
              what="the lines produced after the start, in :peek (the newest 3 kept)")
     assert query.state == "active"
+    # its latency: each row measured as it reached the ring, said with the batch's progress (which Spark's lacks)
+    measured = wait_for(lambda: next((p.latency for p in ss.monitor.history(query.id) if p.latency is not None),
+                                     None), 30, what="the real-time batch's latency, with its progress")
+    assert measured.records == 4
+    assert 0 <= measured.p50_ms <= measured.p99_ms <= measured.max_ms <= (time.time() - produced_at) * 1000
+    assert query.progress.latency is not None  # the SDK's query.progress says it too
+    query.stop()
+
+
+def test_a_kafka_query_into_the_default_sink_reports_its_records_latency_in_its_progress(ss, kafka_broker, topic):
+    """The user's projection drops Kafka's timestamp; sparkscope carries it to its sink anyway, which measures each
+    record from its timestamp in Kafka to the batch's commit, and says p50, p90 and p99 in the progress (its sink's
+    metrics), while :peek shows the user's columns only."""
+    kafka_broker.create(topic, 1)
+    lines = (ss.spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").load()
+             .selectExpr("CAST(value AS STRING) AS line").where("line != 'skip'"))
+    query = ss.start(lines, "mb_latency", trigger="1 second")
+    assert not [note for note in query.notes if note.startswith("no latency")], query.notes
+    before = time.time()
+    kafka_broker.produce(topic, ["one", "skip", "two", "three"])
+    measured = wait_for(lambda: next((p.latency for p in query.history if p.latency is not None), None), 60,
+                        what="a batch's latency in the query's progress")
+    took_ms = (time.time() - before) * 1000
+    assert measured.records == 3  # the filter's rows, the ones the sink had
+    assert 0 <= measured.p50_ms <= measured.p90_ms <= measured.p99_ms <= measured.max_ms <= took_ms
+    raw_metrics = next(p.raw["sink"]["metrics"] for p in query.history if p.latency is not None)
+    assert raw_metrics["latencyRecords"] == "3"  # in Spark's own progress JSON, as plain pyspark reads it
+    peeked = ss.peek("mb_latency")
+    assert (peeked.columns, sorted(r["line"] for r in peeked.as_dicts())) == (["line"], ["one", "three", "two"])
+    assert ss.spark.table("mb_latency").columns == ["line"]
+    query.stop()
+
+
+def test_an_aggregation_s_latency_is_that_of_the_newest_record_each_updated_row_counts(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    counts = (ss.spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+              .option("subscribe", topic).option("startingOffsets", "earliest").load()
+              .select(F.col("value").cast("string").alias("user")).groupBy("user").count())
+    query = ss.start(counts, "agg_latency", mode="update", trigger="1 second")
+    kafka_broker.produce(topic, ["ana", "bob", "ana"])
+    measured = wait_for(lambda: next((p.latency for p in query.history if p.latency is not None), None), 60,
+                        what="the aggregation's latency")
+    assert measured.records == 2  # one updated row per user
+    assert sorted((r["user"], r["count"]) for r in ss.peek("agg_latency").as_dicts()) == [("ana", 2), ("bob", 1)]
+    query.stop()
+
+
+def test_a_query_whose_plan_sparkscope_does_not_follow_says_it_reports_no_latency(ss, kafka_broker, topic):
+    kafka_broker.create(topic, 1)
+    kafka = (ss.spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").load()
+             .select(F.col("value").cast("string").alias("v")))
+    both = kafka.union(kafka)
+    query = ss.start(both, "no_latency", trigger="1 second")
+    assert ("no latency: sparkscope measures a Kafka query's latency where its plan passes each record on, and its "
+            "plan has a set op, which sparkscope does not follow") in query.notes, query.notes
+    kafka_broker.produce(topic, ["x"])
+    wait_for(lambda: sorted(r["v"] for r in ss.peek("no_latency").as_dicts()) == ["x", "x"], 60, what="both rows")
+    assert query.progress.latency is None
     query.stop()

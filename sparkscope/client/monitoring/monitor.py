@@ -41,8 +41,10 @@ class Monitor:
 
     def __init__(self, session: WatchedSession, *, history_size: int = HISTORY_SIZE, use_listener: bool = True,
                  poll_interval: float = 1.0, watchdog_interval: float = 0.5, silent_after: float = SILENT_AFTER,
-                 on_event: Callable[[Event], None] | None = None):
-        self._book = TrackBook(history_size)  # the tracks and subscribers: what the events tell
+                 on_event: Callable[[Event], None] | None = None,
+                 measure: Callable[[Progress], Progress] | None = None):
+        self._book = TrackBook(history_size)
+        self._measure = measure  # adds to a progress what Spark's lacks (a real-time query's latency)  # the tracks and subscribers: what the events tell
         if on_event is not None:  # its owner's, told from the start without starting it
             self._book.subscribe(on_event)
         self._closed = False  # closed with its session: a later use does not start it again
@@ -97,6 +99,9 @@ class Monitor:
         self._book.on_started(query_id, name)
 
     def on_progress(self, progress: Progress) -> None:
+        if self._measure is not None:
+            with swallowed("measuring a query's latency"):
+                progress = self._measure(progress)
         self._book.on_progress(progress)
 
     def on_idle(self, query_id: str) -> None:

@@ -32,6 +32,45 @@ class SourceProgress:
 
 
 @dataclass(frozen=True)
+class Latency:
+    """The end-to-end latency of one batch's records (a Kafka query into sparkscope's sink): from each record's
+    timestamp in Kafka to the moment the sink had it, in milliseconds, to within 4% (sink/Latency.java). Spark's
+    progress reports no latency: sparkscope's sink puts these in its sink's metrics, and in real time, where that
+    sink is a foreach writer, the ring says them (Monitor's `measure`)."""
+
+    batch: int
+    records: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any] | None) -> Latency | None:
+        """From the sink's metrics (strings, as Spark keeps them); None when they hold no latency."""
+        try:
+            return cls(batch=int(metrics["latencyBatch"]), records=int(metrics["latencyRecords"]),  # type: ignore[index]
+                       p50_ms=float(metrics["latencyP50Ms"]), p90_ms=float(metrics["latencyP90Ms"]),  # type: ignore[index]
+                       p99_ms=float(metrics["latencyP99Ms"]), max_ms=float(metrics["latencyMaxMs"]))  # type: ignore[index]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def __str__(self) -> str:
+        return f"p50 {milliseconds(self.p50_ms)}, p90 {milliseconds(self.p90_ms)}, p99 {milliseconds(self.p99_ms)}"
+
+
+def milliseconds(ms: float) -> str:
+    """A latency as people read it: 4.2 ms, 85 ms, 1.3 s, 2.0 min."""
+    if ms < 10:
+        return f"{ms:.1f} ms"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms / 60_000:.1f} min"
+
+
+@dataclass(frozen=True)
 class StateProgress:
     operator: str
     rows_total: int
@@ -57,6 +96,7 @@ class Progress:
     sources: list[SourceProgress]
     sink: str
     sink_rows: int | None = None  # rows the batch wrote to its sink (None: the sink does not say)
+    latency: Latency | None = None  # its records' end-to-end latency (a Kafka query into sparkscope's sink)
     # Spark's JSON as compact text: a monitor keeps 600 of these per query, and a record holding the
     # parsed dicts took 8.5 KB instead of 3.5 KB
     raw_json: str = field(repr=False, compare=False, default="{}")
@@ -147,6 +187,7 @@ class Progress:
             sources=sources,
             sink=str((data.get("sink") or {}).get("description", "")),
             sink_rows=_count((data.get("sink") or {}).get("numOutputRows")),
+            latency=Latency.from_metrics((data.get("sink") or {}).get("metrics")),
             raw_json=json.dumps(data, separators=(",", ":")),
         )
 
@@ -182,7 +223,8 @@ def _offset(value: Any) -> Any:
 
 CSV_COLUMNS = ("name", "batch_id", "timestamp", "input_rows", "input_rows_per_second", "processed_rows_per_second",
                "batch_duration_ms") + tuple(f"{key}_ms" for key in OPERATION_KEYS) + (
-               "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark", "offsets_behind")
+               "watermark", "state_rows", "state_memory_bytes", "dropped_by_watermark", "offsets_behind",
+               "latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
 
 
 def batches_run(history: list[Progress]) -> list[Progress]:
@@ -206,7 +248,10 @@ def write_history(history: list[Progress], path: str | Path, *, replace: bool = 
                 writer.writerow([p.name or "", p.batch_id, p.timestamp, p.input_rows, p.input_rows_per_second,
                                  p.processed_rows_per_second, "" if p.batch_duration_ms is None else p.batch_duration_ms]
                                 + [p.durations_ms.get(key, "") for key in OPERATION_KEYS]
-                                + [p.watermark or "", p.state_rows, p.state_memory_bytes, p.dropped_by_watermark])
+                                + [p.watermark or "", p.state_rows, p.state_memory_bytes, p.dropped_by_watermark,
+                                   "" if p.offsets_behind is None else p.offsets_behind]
+                                + (["", "", ""] if p.latency is None else
+                                   [p.latency.p50_ms, p.latency.p90_ms, p.latency.p99_ms]))
         else:
             for p in history:
                 out.write(json.dumps(dict(p.raw), separators=(",", ":")) + "\n")

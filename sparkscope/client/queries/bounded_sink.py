@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import translated
+from ..monitoring.progress import Latency
+from .event_time import EVENT_COLUMN
 from .planning import Retention
 from .server_jar import PACKAGE, ServerJar
 
@@ -117,19 +119,24 @@ class BoundedSink:
             time.sleep(0.2)  # polling the ring's state, with a deadline
         return False
 
+    def latency(self, view: str, batch: int | None = None) -> Latency | None:
+        """The end-to-end latency the ring measured of batch `batch` (the newest measured if None): a real-time
+        query's, whose progress cannot carry it (its sink is a foreach writer); None when it measured none."""
+        return Latency.from_metrics(self._jar.call("latency", name=view, batch=batch)[0])
+
     def _read(self, view: str) -> Any:
         self.load()
         return self._spark.read.format(SINK_CLASS).option("ring", view).load()
 
     def rows(self, view: str) -> Any:
         """A batch DataFrame over what a bounded query keeps (newest batch first), without the batch column."""
-        return self._read(view).drop(BATCH_COLUMN)
+        return self._read(view).drop(BATCH_COLUMN, EVENT_COLUMN)
 
     def batch(self, view: str, batch_id: int) -> Any:
         """The rows one batch wrote, if they are still kept."""
         from pyspark.sql.functions import col
 
-        return self._read(view).where(col(BATCH_COLUMN) == batch_id).drop(BATCH_COLUMN)
+        return self._read(view).where(col(BATCH_COLUMN) == batch_id).drop(BATCH_COLUMN, EVENT_COLUMN)
 
     def drop(self, view: str) -> None:
         """Free what the ring of one run keeps (its query, if it still runs, keeps nothing more)."""

@@ -14,6 +14,7 @@ from ..catalog.checkpoints import WRITE_FAILURES, Resumption, no_space_at
 from ..errors import (QueryFailed, SparkscopeError, UnsupportedOperation, call, summarise_error,
                       session_closed, translate)
 from .planning import Retention, Trigger
+from ..logs import swallowed
 from ..monitoring.progress import Progress
 from .._pyspark.arrow import fetch
 from ..rows import Rows
@@ -108,6 +109,8 @@ class Query:
         self.on_end: Callable[[Query, str, str | None], None] | None = None
         self.owner: SinkOwner | None = None  # the session that knows it (QueryBook.add): its sink is read through it
         self.restart_note: str | None = None  # why the catalog cannot restart it, when it cannot
+        # adds to a progress what Spark's lacks: a real-time query's latency, which its ring measured (QueryBook.add)
+        self.measure: Callable[[Progress], Progress] | None = None
         self.name = name
         self.id: str = handle.id
         self.run_id: str = handle.runId
@@ -205,7 +208,13 @@ class Query:
         if self._final_state is not None:
             return self._final_progress
         last = self._ask(lambda: self._handle.lastProgress)
-        return Progress.from_json(json.loads(last.json)) if last is not None else None
+        if last is None:
+            return None
+        progress = Progress.from_json(json.loads(last.json))
+        if self.measure is not None:
+            with swallowed(f"measuring the latency of {self.name}"):
+                progress = self.measure(progress)
+        return progress
 
     @property
     def history(self) -> list[Progress]:

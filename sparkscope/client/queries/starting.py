@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import durable
-from . import bounded_sink
+from . import bounded_sink, event_time
 from ..connection.capabilities import ADD_PACKAGES
 from .._pyspark import dataframe_from_plan, explain_string, foreach_jvm_writer, own_calls, plan_fields
 from ..catalog.records import ACTIVE, LOST, STOPPED, Record
@@ -260,6 +260,10 @@ class QueryStarter:
             checkpoint = self.fresh_checkpoint(name)
         view = None
         sink_options: dict[str, str] = {}
+        latency: str | None = None  # why the sink cannot measure the query's latency
+        if sink == BOUNDED and plan is not None and any(key == "format" and is_kafka(value)
+                                                        for key, value in plan_fields(plan)):
+            df, latency = self._carrying_event_time(df, plan)
         writer = df.writeStream.queryName(name).outputMode(chosen)
         if sink == BOUNDED:
             self.drop_old_view(name)
@@ -292,6 +296,8 @@ class QueryStarter:
                       path=path, table=table, fmt=sink if sink in FILE_SINKS else None, warning=warning,
                       keep=retention if sink == BOUNDED else None, view=view)
         query.notes.extend(notes or [])
+        if latency is not None:
+            query.notes.append(f"no latency: {latency}")
         if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
                                                         for name, value in plan_fields(plan))):
             query.notes.append(self._s.server.kafka.describe())
@@ -301,6 +307,23 @@ class QueryStarter:
                 if not self._sink.wait_reading(view, lambda: query.is_active):
                     log.info("%s: its real-time writers did not start within %gs", name, bounded_sink.READING_WITHIN)
         return query
+
+    def _carrying_event_time(self, df: DataFrame, plan: bytes) -> tuple[DataFrame, str | None]:
+        """`df` rewritten so that each record's Kafka timestamp reaches the bounded sink, which then measures the
+        query's end-to-end latency (event_time.py); else `df` as it is, and why not."""
+        carried = event_time.carry(plan)
+        if carried.plan is None:
+            return df, f"sparkscope measures a Kafka query's latency where its plan passes each record on, and {carried.why_not}"
+        rewritten = dataframe_from_plan(self._s.spark, carried.plan)
+        try:
+            with translated():
+                names = rewritten.schema.names
+        except SparkscopeError as refused:  # a plan the server reads otherwise than the rewrite expects
+            log.info("the plan carrying the event time was refused: %s", refused)
+            return df, "the server refused its plan with sparkscope's timestamp column"
+        if names[-1:] != [event_time.EVENT_COLUMN] or names.count(event_time.EVENT_COLUMN) != 1:
+            return df, "its output does not keep sparkscope's timestamp column"
+        return rewritten, None
 
     def _start_writer(self, writer: Any, sink: str, *, path: str | None, table: str, options: dict[str, Any] | None,
                       sink_options: dict[str, str], foreach_batch: Callable[[Any, int], None] | None) -> Any:

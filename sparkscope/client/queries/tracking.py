@@ -4,6 +4,7 @@ catalog says of them."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -11,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog import durable
 from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
+from ..deadline import within
 from ..errors import QueryNotFound, call, translated
 from ..logs import log, swallowed
 from . import bounded_sink
 from .planning import BOUNDED, FILE_SINKS, parse_keep, parse_trigger
-from ..monitoring.progress import Progress
+from ..monitoring.progress import Latency, Progress
 from .query import Query, QueryInfo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..monitoring.monitor import Monitor
     from .owner import OwningSession
 
+CALL_DEADLINE = 5.0  # seconds for a call made on the monitor's thread
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
 _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ForeachWriterTable", "foreach"),
                ("ConsoleTable", "console"), ("FileSink", "file"))
@@ -34,9 +37,11 @@ class QueryBook:
     of the Session ask it through its methods."""
 
     def __init__(self, session: OwningSession,
-                 look_into: Callable[[str | None], contextlib.AbstractContextManager[Any]]) -> None:
+                 look_into: Callable[[str | None], contextlib.AbstractContextManager[Any]],
+                 ring_latency: Callable[[str, int | None], Latency | None] | None = None) -> None:
         self._s = session  # its public face: spark, catalog, url, server (and what the catalog functions need)
         self._look_into = look_into  # another session of the server, joined for a look (None when it is gone)
+        self._ring_latency = ring_latency  # a ring's latency of a batch (BoundedSink.latency)
         self._queries: dict[str, Query] = {}  # every query this process knows in the session, by id
         self._started_here: set[str] = set()  # ids of the queries this process started (not found)
         self._lock = threading.RLock()
@@ -46,6 +51,7 @@ class QueryBook:
     def add(self, query: Query, *, started_here: bool) -> None:
         """Know `query` from now on; `started_here`: this process started it (it did not find it running)."""
         query.owner = self._s
+        query.measure = self._measured
         with self._lock:
             self._queries[query.id] = query
             if started_here:
@@ -74,6 +80,7 @@ class QueryBook:
                     query = self._adopted(handle)
                     query.on_end = self.ended
                     query.owner = self._s
+                    query.measure = self._measured
                     query.files_here = self._s.server.target.on_this_machine
                     self._queries[handle.id] = query
             active_ids = {h.id for h in active}
@@ -225,8 +232,21 @@ class QueryBook:
 
         with self._lock:
             if self._monitor is None:
-                self._monitor = Monitor(self._s, on_event=self._on_monitor_event)
+                self._monitor = Monitor(self._s, on_event=self._on_monitor_event, measure=self._measured)
             return self._monitor
+
+    def _measured(self, progress: Progress) -> Progress:
+        """A real-time query's progress with its latency, which its ring measured (a micro-batch query's progress
+        has it already, in its sink's metrics): one call, on the monitor's thread, per batch of such a query."""
+        if progress.latency is not None or self._ring_latency is None:
+            return progress
+        with self._lock:
+            query = self._queries.get(progress.query_id)
+        if query is None or query.view is None or query.trigger.kind != "realtime":
+            return progress
+        latency = within(CALL_DEADLINE, lambda: self._ring_latency(query.view, progress.batch_id),
+                         f"the latency of {query.name}")
+        return dataclasses.replace(progress, latency=latency) if latency is not None else progress
 
     def ended(self, query: Query, state: str, error: str | None) -> None:
         with swallowed(f"recording the end of {query.name} in the catalog"):

@@ -13,6 +13,8 @@
  *               of its rows, made too)
  *   ring_writer name (the caller's ring)          {"packet": base64 of the Java-serialized ForeachWriterPacket of a
  *                                                   writer into that ring, for a real-time query (sink/RingRows.java)}
+ *   latency     name (the caller's ring)           the end-to-end latency of its newest batch measured, or of
+ *               [, batch]                          `batch` ({} when none): sink/Latency.java's metrics
  *   make_feed   name, schema (JSON), grace_ms      {}
  *   forget      name [, user: the server's owner   {"forgotten": true or false}
  *                only, another user's]
@@ -142,6 +144,11 @@ public final class Control implements TableProvider {
                 return answer;
             case "ring_writer":
                 one.put("packet", RingRows.packet(required(options, "name")));
+                answer.add(one);
+                return answer;
+            case "latency":
+                one.putAll(KeepNewest.latency(required(options, "name"), options.containsKey("batch")
+                        ? Long.valueOf(whole(options, "batch", -1)) : null));
                 answer.add(one);
                 return answer;
             case "make_feed":

@@ -48,6 +48,7 @@ import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
@@ -67,6 +68,7 @@ import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.util.CollectionAccumulator;
 
 import sparkscope.v3.Control;
 import sparkscope.v3.Holdings;
@@ -98,7 +100,7 @@ public final class KeepNewest implements TableProvider {
                 new Lifetime(owner, System.currentTimeMillis(), grace, false), limits));
         if (view != null && !view.isEmpty()) {
             org.apache.spark.sql.SparkSession.active().read().format(KeepNewest.class.getName()).option("ring", name)
-                    .load().drop(BATCH_COLUMN).createOrReplaceTempView(view);
+                    .load().drop(BATCH_COLUMN, Latency.EVENT_COLUMN).createOrReplaceTempView(view);
         }
         return (String) kept.apply(new Object[] {"scratch"});
     }
@@ -118,8 +120,7 @@ public final class KeepNewest implements TableProvider {
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
         String name = required(new CaseInsensitiveStringMap(properties), "ring");
-        ring(name, false);
-        return new RingTable(name, schema);
+        return new RingTable(name, schema, ring(name, false));
     }
 
     static String required(CaseInsensitiveStringMap options, String key) {
@@ -128,6 +129,12 @@ public final class KeepNewest implements TableProvider {
             throw new IllegalArgumentException("sparkscope's sink needs the option " + key);
         }
         return value;
+    }
+
+    /** The end-to-end latency of the caller's ring `name` (Latency.java): of `batch`, or the newest measured. */
+    @SuppressWarnings("unchecked")
+    public static Map<String, String> latency(String name, Long batch) {
+        return (Map<String, String>) ring(name, false).apply(new Object[] {"latency", batch});
     }
 
     /** The ring `name`, for this thread's caller (see Holdings.use). */
@@ -139,7 +146,9 @@ public final class KeepNewest implements TableProvider {
      * What one run of one query keeps: its newest batches, newest first, at most `rows` rows in all. Asked through
      * apply (Holdings.java lists the calls every holding answers): {"schema"} (the read schema), {"rows"}, {"key"}
      * (its key in the registry), {"scratch"}, {"attach", thread, queryId}, {"budget"} (the bytes its batch may take
-     * now), {"commit", batch, List<InternalRow>, received}, {"snapshot", batch, limit}.
+     * now), {"commit", batch, List<InternalRow>, received}, {"snapshot", batch, limit}, {"event_index"} (the column
+     * of the rows' Kafka timestamps, or -1), {"measured", Latency} (a committed batch's), {"latency", batch or
+     * null} (a batch's figures, or the newest).
      */
     static final class Ring implements Function<Object[], Object> {
         final String name;
@@ -159,6 +168,9 @@ public final class KeepNewest implements TableProvider {
         private String trimmedBy = null;  // the byte limit that last made it keep fewer rows than it could
         private int arrivedSinceTrim = 0;  // rows of a real-time query since the bounds were last applied
         private volatile boolean reading = false;  // a real-time query's writers run (RingRows.open)
+        final int eventIndex;  // the column of the rows' Kafka timestamps (Latency.EVENT_COLUMN), or -1
+        private Latency measuring = null;  // a real-time batch's latency, as its rows arrive
+        private Latency measured = null;  // the newest batch measured whole
 
         Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
              LongSupplier clock, Scratch scratch, Lifetime lifetime, Limits limits) {
@@ -173,6 +185,7 @@ public final class KeepNewest implements TableProvider {
             this.rows = Math.max(0, rows);
             this.seconds = seconds;
             this.replace = replace;
+            this.eventIndex = java.util.Arrays.asList(schema.fieldNames()).indexOf(Latency.EVENT_COLUMN);
         }
 
         @Override
@@ -211,6 +224,13 @@ public final class KeepNewest implements TableProvider {
                     return null;
                 case "snapshot":
                     return snapshot((Long) call[1], (Integer) call[2]);
+                case "event_index":
+                    return eventIndex;
+                case "measured":
+                    measured((Latency) call[1]);
+                    return null;
+                case "latency":
+                    return latency((Long) call[1]);
                 case "sweep":
                     return lifetime.over((Long) call[1], (Set<String>) call[2]);
                 case "describe":
@@ -250,6 +270,15 @@ public final class KeepNewest implements TableProvider {
          */
         synchronized void arrived(long batch, InternalRow row) {
             long now = clock.getAsLong();
+            if (eventIndex >= 0 && !row.isNullAt(eventIndex)) {
+                if (measuring == null || measuring.batch != batch) {
+                    if (measuring != null && measuring.records() > 0) {
+                        measured = measuring;
+                    }
+                    measuring = new Latency(batch);
+                }
+                measuring.add(now - row.getLong(eventIndex) / 1000, 1.0, 1);
+            }
             Chunk newest = chunks.peekFirst();
             if (newest == null || newest.batch != batch) {
                 newest = new Chunk(batch, now, new ArrayList<>());
@@ -266,6 +295,22 @@ public final class KeepNewest implements TableProvider {
                     keepBytes(allowed);
                 }
             }
+        }
+
+        synchronized void measured(Latency latency) {
+            if (latency.records() > 0) {
+                measured = latency;
+            }
+        }
+
+        /** The figures of batch `batch` (the newest measured if null): empty when it has none. */
+        synchronized Map<String, String> latency(Long batch) {
+            for (Latency candidate : new Latency[] {measuring, measured}) {
+                if (candidate != null && candidate.records() > 0 && (batch == null || candidate.batch == batch)) {
+                    return candidate.metrics();
+                }
+            }
+            return new java.util.LinkedHashMap<>();
         }
 
         private void trim(long now) {
@@ -348,6 +393,7 @@ public final class KeepNewest implements TableProvider {
             facts.put("trimmed_by", trimmedBy);
             facts.put("last_batch_received", lastReceived < 0 ? null : lastReceived);
             facts.put("reading", reading);
+            facts.put("latency", latency(null));
             facts.put("keep_rows", (long) rows);
             facts.put("keep_seconds", seconds);
             facts.put("scratch", scratch == null ? null : scratch.folder.toString());
@@ -441,13 +487,22 @@ public final class KeepNewest implements TableProvider {
         }
     }
 
-    static final class RingTable implements Table, SupportsWrite, SupportsRead {
+    static final class RingTable implements Table, SupportsWrite, SupportsRead, ReportsSinkMetrics {
         private final String name;
         private final StructType schema;
+        private final Function<Object[], Object> ring;
 
-        RingTable(String name, StructType schema) {
+        RingTable(String name, StructType schema, Function<Object[], Object> ring) {
             this.name = name;
             this.schema = schema;
+            this.ring = ring;
+        }
+
+        /** The newest batch's latency (Latency.java), in the query's progress: its sink's metrics. */
+        @Override
+        @SuppressWarnings("unchecked")
+        public Map<String, String> metrics() {
+            return (Map<String, String>) ring.apply(new Object[] {"latency", null});
         }
 
         @Override
@@ -521,17 +576,38 @@ public final class KeepNewest implements TableProvider {
         private final Function<Object[], Object> ring;
         private final String key;
         private final int rows;
+        private final int eventIndex;
+        private CollectionAccumulator<long[]> events;  // this batch's tasks' samples of their event times
 
         RingWrite(Function<Object[], Object> ring) {
             this.ring = ring;
             this.key = (String) ring.apply(new Object[] {"key"});
             this.rows = (Integer) ring.apply(new Object[] {"rows"});
+            this.eventIndex = (Integer) ring.apply(new Object[] {"event_index"});
         }
 
         @Override
         public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
             long budget = (Long) ring.apply(new Object[] {"budget"});
-            return new NewestRows(rows, Math.max(0, budget / Math.max(1, info.numPartitions())));
+            if (eventIndex >= 0) {  // unnamed: not shown in the Spark UI; the context cleaner frees it with this write
+                events = new CollectionAccumulator<>();
+                org.apache.spark.sql.SparkSession.active().sparkContext().register(events);
+            }
+            return new NewestRows(rows, Math.max(0, budget / Math.max(1, info.numPartitions())), eventIndex, events);
+        }
+
+        /** Every record's latency at this commit, from the tasks' samples of their event times. */
+        private Latency measure(long epochId, long now) {
+            Latency latency = new Latency(epochId);
+            for (long[] sample : events.value()) {
+                int taken = sample.length - 1;
+                double weight = (double) sample[0] / Math.max(1, taken);
+                for (int i = 1; i <= taken; i++) {
+                    latency.add(now - sample[i] / 1000, weight, 0);
+                }
+                latency.counted(sample[0]);
+            }
+            return latency;
         }
 
         @Override
@@ -551,6 +627,9 @@ public final class KeepNewest implements TableProvider {
             }
             if (Holdings.all().get(key) == ring) {  // dropped while the query runs: its rows are not wanted any more
                 ring.apply(new Object[] {"commit", epochId, newest(partitions, rows), received});
+                if (events != null) {
+                    ring.apply(new Object[] {"measured", measure(epochId, System.currentTimeMillis())});
+                }
             }
         }
 

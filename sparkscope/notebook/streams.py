@@ -134,8 +134,9 @@ def watch(notebook: Notebook, names: list[str]) -> None:
 def _watch_table(session: Any, names: list[str], alerts: list[str]) -> Table:
     tracks = [t for t in session.monitor.tracks() if not names or t.name in names]
     kafka = any(t.latest is not None and t.latest.offsets_behind is not None for t in tracks)
-    columns = WATCH_COLUMNS + (["behind"] if kafka else []) + WATCH_TRENDS
-    rows = [watch_cells(track, kafka, TREND) for track in tracks]
+    measured = any(t.latest is not None and t.latest.latency is not None for t in tracks)
+    columns = WATCH_COLUMNS + (["behind"] if kafka else []) + (["p99 latency"] if measured else []) + WATCH_TRENDS
+    rows = [watch_cells(track, kafka, TREND, measured) for track in tracks]
     errors = [f"{track.name}: {track.error}" for track in tracks if track.error]
     footer = "\n".join([f"{len(rows)} quer{'y' if len(rows) == 1 else 'ies'}, updated {time.strftime('%H:%M:%S')} "
                         f"({session.monitor.mode}); interrupt the kernel to stop watching",

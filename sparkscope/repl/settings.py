@@ -10,6 +10,7 @@ from ..client.connection.config import setting
 from ..client.errors import SparkscopeError
 from ..client.logs import log
 from ..client.paths import config_file
+from ..client.queries.planning import interval, interval_seconds
 
 
 def _number(value: object) -> bool:
@@ -18,6 +19,15 @@ def _number(value: object) -> bool:
 
 def _flag(value: object) -> bool:
     return isinstance(value, bool)
+
+
+def _duration(value: object) -> bool:
+    if value is False:
+        return True
+    try:
+        return isinstance(value, str) and bool(interval(value))
+    except SparkscopeError:
+        return False
 
 
 def _pager(value: object) -> bool:
@@ -30,6 +40,7 @@ SETTINGS: dict[str, tuple[Callable[[object], bool], object, str]] = {
     "alerts": (_flag, True, "true or false"),
     "vi": (_flag, False, "true or false"),
     "complete_while_typing": (_flag, False, "true or false"),
+    "latency_alert": (_duration, False, 'a duration, e.g. latency_alert = "500ms", or false for none'),
 }
 _said: set[str] = set()
 
@@ -48,6 +59,14 @@ def repl_setting(key: str) -> object:
         log.warning("[repl] %s = %r in %s is not valid, so the default applies: write %s", key, value,
                     config_file(), expected)
     return default
+
+
+def latency_limit_setting() -> float | None:
+    """[repl] latency_alert, as milliseconds: the p99 latency over which a Kafka query's batch raises an alert."""
+    value = repl_setting("latency_alert")
+    if not isinstance(value, str):
+        return None
+    return interval_seconds(value) * 1000
 
 
 def check_repl_settings() -> None:

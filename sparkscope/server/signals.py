@@ -38,7 +38,8 @@ def kill(pid: int, grace: float) -> bool:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         reap(pid)
-        if not alive(pid):
+        if not alive(pid):  # it may have ended after the reap above (a zombie counts as ended): reap it now
+            reap(pid)
             return True
         time.sleep(0.1)  # polling its end, with a deadline
     with contextlib.suppress(ProcessLookupError):
@@ -46,6 +47,7 @@ def kill(pid: int, grace: float) -> bool:
     for _ in range(50):
         reap(pid)
         if not alive(pid):
+            reap(pid)
             return False
         time.sleep(0.1)
     return False

@@ -257,3 +257,30 @@ def test_a_query_whose_plan_sparkscope_does_not_follow_says_it_reports_no_latenc
     wait_for(lambda: sorted(r["v"] for r in ss.peek("no_latency").as_dicts()) == ["x", "x"], 60, what="both rows")
     assert query.progress.latency is None
     query.stop()
+
+
+def test_the_repl_shows_a_kafka_query_s_latency_in_progress_and_alerts_on_it(connector_server, kafka_broker, topic,
+                                                                             tmp_path):
+    kafka_broker.create(topic, 1)
+    kafka_broker.produce(topic, [f"r{i}" for i in range(20)])
+    script = tmp_path / "latency.sps"
+    script.write_text(
+        f"lines = (spark.readStream.format('kafka').option('kafka.bootstrap.servers', '{kafka_broker.bootstrap}')"
+        f".option('subscribe', '{topic}').option('startingOffsets', 'earliest').load()"
+        ".selectExpr('CAST(value AS STRING) AS line'))\n"
+        "q = ss.start(lines, 'repl_latency', trigger='1 second')\n"
+        "import time\n"
+        "deadline = time.monotonic() + 60\n"
+        "while time.monotonic() < deadline and not any(p.latency for p in q.history):\n"
+        "    time.sleep(0.1)  # polling the query's progress, with a deadline\n"
+        ":progress repl_latency\n"
+        ":alerts latency 1ms\n"
+        ":stop repl_latency\n")
+    done = run_sparkscope("--remote", connector_server.url, "-f", str(script),
+                          env={"SPARK_CONNECT_AUTHENTICATE_TOKEN": connector_server.token}, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    header = next(line for line in done.stdout.splitlines() if "latency p50" in line)
+    assert "latency p99" in header, done.stdout
+    assert ("latency: from each record's timestamp in Kafka to the moment sparkscope's sink had it"
+            in done.stdout), done.stdout
+    assert "p99 latency over 1.0 ms)" in done.stdout, done.stdout

@@ -10,8 +10,11 @@
 - a batch that took longer than the trigger interval;
 - rows dropped by the watermark;
 - state that grows without bound: a stateful query with no watermark whose state rows grew in each of
-  several batches in a row (a windowed aggregation without withWatermark keeps every window). Said once.
-The slow and dropped alerts repeat at most once a minute per query, so a steady problem does not flood the screen.
+  several batches in a row (a windowed aggregation without withWatermark keeps every window). Said once;
+- a batch whose records' end-to-end latency (p99, a Kafka query into sparkscope's sink) is over a limit the user set
+  (`latency_over_ms`: none by default, since a micro-batch query's latency is at least its trigger interval).
+The slow, dropped and latency alerts repeat at most once a minute per query, so a steady problem does not flood the
+screen.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .monitor import Event
-from .progress import Progress
+from .progress import Progress, milliseconds
 
 BEHIND_BATCHES = 3
 GROWING_BATCHES = 5  # batches in a row whose state grew, in a query without a watermark
@@ -32,7 +35,7 @@ SLOWER = 0.8  # processed below 80% of the input rate
 @dataclass(frozen=True)
 class Alert:
     query: str | None
-    kind: str  # failed | behind | slow | dropped | unbounded | notice
+    kind: str  # failed | behind | slow | dropped | unbounded | latency | notice
     text: str
 
     def __str__(self) -> str:
@@ -56,8 +59,9 @@ class AlertRules:
 
     def __init__(self, trigger_seconds: Callable[[str], float | None] = lambda name: None, *,
                  behind_batches: int = BEHIND_BATCHES, repeat_after: float = REPEAT_AFTER,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, latency_over_ms: float | None = None):
         self._trigger_seconds = trigger_seconds
+        self.latency_over_ms = latency_over_ms  # alert when a batch's p99 latency is over this (None: never)
         self._behind_batches = behind_batches
         self._repeat_after = repeat_after
         self._clock = clock
@@ -134,6 +138,11 @@ class AlertRules:
                 and not self._rate_limited(name, "slow")):
             alerts.append(Alert(name, "slow", f"{name}: batch {p.batch_id} took {p.batch_duration_ms / 1000:.1f} s, "
                                 f"longer than its {trigger:g} s trigger"))
+        limit = self.latency_over_ms
+        if (limit is not None and p.latency is not None and p.latency.p99_ms > limit
+                and not self._rate_limited(name, "latency")):
+            alerts.append(Alert(name, "latency", f"{name}: p99 latency {milliseconds(p.latency.p99_ms)} in batch "
+                                f"{p.latency.batch}, over the {milliseconds(limit)} limit set"))
         if p.dropped_by_watermark > 0 and not self._rate_limited(name, "dropped"):
             alerts.append(Alert(name, "dropped", f"{name}: the watermark dropped {p.dropped_by_watermark} late "
                                 f"row{'s' if p.dropped_by_watermark != 1 else ''} in batch {p.batch_id}"

@@ -52,8 +52,20 @@ class Trigger:
     def seconds(self) -> float | None:
         if not self.interval:
             return None
-        number, unit = self.interval.split()
-        return float(number) * {"milliseconds": 0.001, "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}[unit]
+        return _seconds_of(self.interval)
+
+
+_UNIT_SECONDS = {"milliseconds": 0.001, "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+
+
+def _seconds_of(normalised: str) -> float:
+    number, unit = normalised.split()
+    return float(number) * _UNIT_SECONDS[unit]
+
+
+def interval_seconds(text: str) -> float:
+    """'500ms', '2s', '1 minute' as seconds (a ConfigError for anything else)."""
+    return _seconds_of(interval(text))
 
 
 def interval(text: str) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...client.errors import ConfigError
+from ...client.monitoring.progress import milliseconds
+from ...client.queries.planning import interval_seconds
 from .streams import int_option
 from .registry import Arg, Complete, Options, Runs, UsageError, command, flag, valued
 from ..output.results import Follow, Message, Result, Table
@@ -74,14 +77,34 @@ def tail(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                   ended)
 
 
-@command("alerts", "Turn the one-line alerts above the prompt on or off",
-         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off")),))
+@command("alerts", "Turn the one-line alerts above the prompt on or off; `latency 500ms` also alerts when a Kafka "
+         "query's p99 latency is over 500 ms (`latency off`: no more)",
+         args=(Arg("", optional=True, complete=Complete.CHOICES, choices=("on", "off", "latency")),
+               Arg("LIMIT", optional=True)))
 def alerts(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     live = ctx.live()
     if args:
         choice = args[0].lower()
-        if choice not in ("on", "off"):
-            raise UsageError(f"'{args[0]}' is not on or off", f"Usage: {alerts.usage}")
-        live.alerts_on = choice == "on"
+        if choice == "latency":
+            live.latency_over_ms = _latency_limit(args[1:])
+        elif choice in ("on", "off") and len(args) == 1:
+            live.alerts_on = choice == "on"
+        else:
+            raise UsageError(f"'{' '.join(args)}' is not on, off or latency LIMIT", f"Usage: {alerts.usage}")
+    limit = live.latency_over_ms
+    latency = "" if limit is None else f", p99 latency over {milliseconds(limit)}"
     return Message(f"Alerts are {'on' if live.alerts_on else 'off'} (failures, falling behind, slow batches, "
-                   "rows dropped by the watermark, state without bound)", {"alerts": live.alerts_on})
+                   f"rows dropped by the watermark, state without bound{latency})",
+                   {"alerts": live.alerts_on, "latency_over_ms": limit})
+
+
+def _latency_limit(args: list[str]) -> float | None:
+    """`:alerts latency 500ms` (a duration) or `latency off`, as milliseconds (None: off)."""
+    if len(args) != 1:
+        raise UsageError(":alerts latency needs a limit, like 500ms or 2s (or off)", "Usage: :alerts latency 500ms")
+    if args[0].lower() == "off":
+        return None
+    try:
+        return interval_seconds(args[0]) * 1000
+    except ConfigError:
+        raise UsageError(f"'{args[0]}' is not a duration", "Write it like 500ms, 2s or 1 minute") from None

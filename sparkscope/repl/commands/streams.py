@@ -13,7 +13,8 @@ from ...client.queries.dataframes import is_dataframe
 from ...client.monitoring.progress import Progress, batches_run, write_history
 from ...client.queries.planning import MODES, SINKS
 from .registry import Arg, Complete, Options, Runs, Tail, UsageError, command, flag, key_values, multi, valued
-from ..output.render import behind, duration_ms, progress_charts, rate, short_id, sink_text, watermark
+from ..output.render import (LATENCY_LEGEND, behind, duration_ms, latency_ms, progress_charts, rate, short_id,
+                             sink_text, watermark)
 from ..output.results import Block, Message, Result, Table
 
 START_SINKS = tuple(sink for sink in SINKS if sink != "foreach_batch")  # that one needs a Python function
@@ -125,13 +126,14 @@ RATES_LEGEND = ("input/s and processed/s are Spark's own figures (inputRowsPerSe
                 "previous batch began; processedRowsPerSecond: rows ÷ the batch's duration)")
 RECENT = 100  # progress reports looked through for the batches that ran
 PROGRESS_COLUMNS = ["query", "batch", "time", "input rows", "input/s", "processed/s", "duration", "watermark",
-                    "state rows", "dropped", "behind"]
+                    "state rows", "dropped", "behind", "latency p50", "latency p99"]
 
 
 def _progress_row(name: str, p: Progress) -> list[object]:
     return [name, p.batch_id, p.timestamp[11:23], p.input_rows, rate(p.input_rows_per_second),
             rate(p.processed_rows_per_second), duration_ms(p.batch_duration_ms),
-            watermark(p.watermark), p.state_rows, p.dropped_by_watermark, behind(p.offsets_behind)]
+            watermark(p.watermark), p.state_rows, p.dropped_by_watermark, behind(p.offsets_behind),
+            latency_ms(p.latency.p50_ms if p.latency else None), latency_ms(p.latency.p99_ms if p.latency else None)]
 
 
 def _continuous_note(query: Query) -> str:
@@ -180,13 +182,20 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     for query, history in histories:
         if not history and query.trigger.kind == "continuous":
             footer += f"\n{_continuous_note(query)}"
-    columns = PROGRESS_COLUMNS
+    shown = [True] * (len(PROGRESS_COLUMNS) - 3)
     if all(p.offsets_behind is None for _, history in histories for p in history):  # no Kafka source
-        columns, rows = columns[:-1], [row[:-1] for row in rows]
+        shown.append(False)
     else:
+        shown.append(True)
         footer += "\nbehind: records between where the batch ended and the newest Kafka offsets"
-    return Table(columns, rows, footer=footer,
-                 droppable=("time", "dropped", "input rows", "state rows", "watermark", "behind"))
+    measured = any(p.latency is not None for _, history in histories for p in history)
+    shown += [measured, measured]
+    if measured:
+        footer += f"\n{LATENCY_LEGEND}"
+    columns = [column for column, show in zip(PROGRESS_COLUMNS, shown, strict=True) if show]
+    rows = [[cell for cell, show in zip(row, shown, strict=True) if show] for row in rows]
+    return Table(columns, rows, footer=footer, droppable=("time", "dropped", "input rows", "state rows", "watermark",
+                                                          "behind", "latency p50"))
 
 
 @command("peek", "Show (or export) rows of a query's sink; filter, order and limit run on the server",

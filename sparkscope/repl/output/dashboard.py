@@ -20,7 +20,7 @@ from prompt_toolkit.styles import Style
 
 from ...client.monitoring.monitor import Monitor, Track
 from .charts import progress_chart_lines
-from .render import behind, duration_ms, error_line, rate, truncate, watch_cells, watermark
+from .render import behind, duration_ms, error_line, latency_ms, rate, truncate, watch_cells, watermark
 
 HELP = [
     "↑/↓ or k/j   select a query",
@@ -113,8 +113,10 @@ class Dashboard:
             return [("", "\n  No queries yet: start one with :start NAME (this view updates by itself).")]
         spark_w = max(6, min(20, (width - 110) // 3))
         kafka = any(t.latest is not None and t.latest.offsets_behind is not None for t in tracks)
+        measured = any(t.latest is not None and t.latest.latency is not None for t in tracks)
         header = (f"  {'query':<16} {'state':<7} {'batch':>6} {'input/s':>9} {'proc/s':>9} {'duration':>9} "
                   f"{'watermark':<19} {'state rows':>10} {'dropped':>7}  " + (f"{'behind':>9}  " if kafka else "") +
+                  (f"{'p99 latency':>11}  " if measured else "") +
                   f"{'input/s':<{spark_w}} {'proc/s':<{spark_w}} {'duration':<{spark_w}}")
         out = [("class:header", truncate(header, width) + "\n")]
         notices = self.monitor.notices[-2:]
@@ -125,10 +127,11 @@ class Dashboard:
         for index in shown:
             track = tracks[index]
             name, state, batch, inputs, processed, duration, mark, state_rows, dropped, *rest = watch_cells(
-                track, kafka, spark_w)
+                track, kafka, spark_w, measured)
             line = (f"{'>' if index == self.selected else ' '} {truncate(name, 16):<16} {state:<7} {batch:>6} "
                     f"{inputs:>9} {processed:>9} {duration:>9} {mark:<19} {state_rows:>10} {dropped:>7}  "
-                    + (f"{rest.pop(0):>9}  " if kafka else "") + " ".join(rest))
+                    + (f"{rest.pop(0):>9}  " if kafka else "") + (f"{rest.pop(0):>11}  " if measured else "")
+                    + " ".join(rest))
             style = "class:selected" if index == self.selected else (
                 "class:failed" if track.state == "failed" else "class:stopped" if track.state == "stopped" else "")
             out.append((style, truncate(line, width) + "\n"))
@@ -171,6 +174,9 @@ class Dashboard:
                      f"watermark {watermark(p.watermark)}   state rows {p.state_rows}   "
                      f"dropped {p.dropped_by_watermark}"
                      + (f"   behind {behind(p.offsets_behind)} records" if p.offsets_behind is not None else ""))
+        if p.latency is not None:
+            lines.append(f" latency {p.latency} (max {latency_ms(p.latency.max_ms)}, {p.latency.records:,} records of "
+                         f"batch {p.latency.batch}): from each record's Kafka timestamp to sparkscope's sink")
         chart_height = max(3, min(8, (self._height() - 18) // 2))
         lines.append("")
         lines += progress_chart_lines(history, width - 2, chart_height)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ...client.monitoring.alerts import AlertRules
 from ...client.monitoring.monitor import Event
-from ..settings import repl_setting
+from ..settings import latency_limit_setting, repl_setting
 from ...client.queries.tail import Tail, TailBatch
 from .render import cell, render
 from .results import Table
@@ -35,9 +35,18 @@ class Live:
         self._truncate: dict[str, int | None] = {}  # per tailed query: cells cut to this many characters
         # while a view owns the output (:watch's screen, a notebook's %watch), alerts and batch lines go to it
         self.diverted: Callable[[str], None] | None = None
-        self._rules = AlertRules(self._trigger_seconds)
+        self._rules = AlertRules(self._trigger_seconds, latency_over_ms=latency_limit_setting())
         self._lock = threading.Lock()
         self._unsubscribe = session.monitor.subscribe(self._on_event)
+
+    @property
+    def latency_over_ms(self) -> float | None:
+        """The p99 latency over which a Kafka query's batch raises an alert (None: no such alert)."""
+        return self._rules.latency_over_ms
+
+    @latency_over_ms.setter
+    def latency_over_ms(self, limit: float | None) -> None:
+        self._rules.latency_over_ms = limit
 
     def close(self) -> None:
         self._unsubscribe()

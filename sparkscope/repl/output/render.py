@@ -261,9 +261,10 @@ WATCH_COLUMNS = ["query", "state", "batch", "input/s", "proc/s", "duration", "wa
 WATCH_TRENDS = ["input/s trend", "proc/s trend", "duration trend"]
 
 
-def watch_cells(track: Any, kafka: bool, trend: int) -> list[str]:
-    """One query's row of :watch (WATCH_COLUMNS, behind when a query reads Kafka, then WATCH_TRENDS `trend` wide):
-    its newest batch, and its rates and durations over the batches the monitor keeps."""
+def watch_cells(track: Any, kafka: bool, trend: int, latency: bool = False) -> list[str]:
+    """One query's row of :watch (WATCH_COLUMNS, behind when a query reads Kafka, p99 latency when one measures
+    it, then WATCH_TRENDS `trend` wide): its newest batch, and its rates and durations over the batches the monitor
+    keeps."""
     from .charts import sparkline
 
     p = track.latest
@@ -277,6 +278,8 @@ def watch_cells(track: Any, kafka: bool, trend: int) -> list[str]:
              str(p.dropped_by_watermark) if p else "-"]
     if kafka:
         cells.append(behind(p.offsets_behind if p else None))
+    if latency:
+        cells.append(latency_ms(p.latency.p99_ms if p and p.latency else None))
     return cells + [sparkline(inputs, trend, top), sparkline(processed, trend, top),
                     sparkline([h.batch_duration_ms or 0 for h in history], trend)]
 
@@ -325,6 +328,17 @@ def busy_tasks(busy: list[float] | None) -> str | None:
 def behind(records: int | None) -> str:
     """How far a query's Kafka sources are behind the newest offsets ("-": it reads no Kafka)."""
     return "-" if records is None else f"{records:,}"
+
+
+LATENCY_LEGEND = ("latency: from each record's timestamp in Kafka to the moment sparkscope's sink had it, over the "
+                  "batch's records (p50: half of them took less, p99: all but 1%)")
+
+
+def latency_ms(value: float | None) -> str:
+    """An end-to-end latency ("-": none measured)."""
+    from ...client.monitoring.progress import milliseconds
+
+    return "-" if value is None else milliseconds(value)
 
 
 def duration_ms(value: int | None) -> str:

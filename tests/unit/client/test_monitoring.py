@@ -100,6 +100,26 @@ def test_slow_batch_compares_with_the_trigger_and_repeats_at_most_once_a_minute(
     assert AlertRules().feed(event(progress(1, duration=99_000))) == []  # no trigger interval known
 
 
+def test_a_latency_over_the_limit_set_alerts_at_most_once_a_minute():
+    import dataclasses
+
+    from sparkscope import Latency
+
+    def measured(batch, p99):
+        return dataclasses.replace(progress(batch), latency=Latency(batch, 900, 40.0, 200.0, p99, p99 + 5))
+
+    now = [1000.0]
+    rules = AlertRules(clock=lambda: now[0])
+    assert rules.feed(event(measured(1, 9_000.0))) == []  # no limit set: no such alert
+    rules.latency_over_ms = 500.0
+    assert rules.feed(event(measured(2, 480.0))) == []
+    assert [str(a) for a in rules.feed(event(measured(3, 1250.0)))] == [
+        "alert: q: p99 latency 1.2 s in batch 3, over the 500 ms limit set"]
+    assert rules.feed(event(measured(4, 1250.0))) == []
+    now[0] += 61
+    assert [a.kind for a in rules.feed(event(measured(5, 700.0)))] == ["latency"]
+
+
 def test_rows_dropped_by_the_watermark():
     rules = AlertRules()
     alerts = rules.feed(event(progress(3, dropped=2, watermark="2024-01-01T10:00:00.000Z")))

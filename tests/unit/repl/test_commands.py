@@ -24,6 +24,7 @@ class FakeLive:
 
     def __init__(self) -> None:
         self.alerts_on = True
+        self.latency_over_ms: float | None = None
         self.tailed: dict[str, Any] = {}
 
     def tail(self, query: Any, limit: int = 20, **_: Any) -> Any:
@@ -181,10 +182,25 @@ def test_help_lists_every_command_and_one_command_s_usage():
 # -- live.py: alerts and tails -----------------------------------------------------------------------------------
 def test_alerts_turn_on_and_off_and_refuse_anything_else():
     ctx = FakeContext()
-    assert run(ctx, ":alerts off").data == {"alerts": False} and ctx.live_.alerts_on is False
-    assert run(ctx, ":alerts on").data == {"alerts": True}
-    with pytest.raises(UsageError, match="'loud' is not on or off"):
+    assert run(ctx, ":alerts off").data == {"alerts": False, "latency_over_ms": None}
+    assert ctx.live_.alerts_on is False
+    assert run(ctx, ":alerts on").data == {"alerts": True, "latency_over_ms": None}
+    with pytest.raises(UsageError, match="'loud' is not on, off or latency LIMIT"):
         run(ctx, ":alerts loud")
+
+
+def test_alerts_on_latency_take_a_limit_and_say_it():
+    ctx = FakeContext()
+    said = run(ctx, ":alerts latency 500ms")
+    assert said.text.endswith("state without bound, p99 latency over 500 ms)")
+    assert ctx.live_.latency_over_ms == 500.0
+    assert run(ctx, ":alerts latency 2s").data["latency_over_ms"] == 2000.0
+    with pytest.raises(UsageError, match="'soon' is not a duration"):
+        run(ctx, ":alerts latency soon")
+    with pytest.raises(UsageError, match="needs a limit, like 500ms"):
+        run(ctx, ":alerts latency")
+    assert ctx.live_.latency_over_ms == 2000.0  # a refused limit changes nothing
+    assert run(ctx, ":alerts latency off").data["latency_over_ms"] is None
 
 
 def test_tail_follow_returns_a_wait_that_ctrl_c_ends_by_untailing():

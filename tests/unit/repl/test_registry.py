@@ -66,7 +66,7 @@ def test_usage_is_generated_from_what_the_parser_accepts():
         "[--mode append|update|complete] [--trigger 5s|once|available-now|continuous:1s] [--checkpoint P] "
         "[--option k=v]…")
     assert registry.usage("watch") == ":watch [NAME…]"
-    assert registry.usage("alerts") == ":alerts [on|off]"
+    assert registry.usage("alerts") == ":alerts [on|off|latency] [LIMIT]"
 
 
 def test_arguments_complete_what_the_registry_declares():

@@ -92,6 +92,47 @@ public final class KeepNewestCheck {
         }
     }
 
+    /** The end-to-end latency (Latency.java): its percentiles, a real-time ring's arrivals, a task's sample. */
+    static void checkLatency(long[] now) throws java.io.IOException {
+        Latency spread = new Latency(7);
+        for (long ms = 1; ms <= 1000; ms++) {
+            spread.add(ms, 1.0, 1);
+        }
+        Map<String, String> figures = spread.metrics();
+        check("a batch's latency: p50, p90 and p99 within 4%, its records and its max",
+              "true true true 1000 1000 7", (Math.abs(Double.parseDouble(figures.get("latencyP50Ms")) - 500) <= 20) + " "
+              + (Math.abs(Double.parseDouble(figures.get("latencyP90Ms")) - 900) <= 36) + " "
+              + (Math.abs(Double.parseDouble(figures.get("latencyP99Ms")) - 990) <= 40) + " "
+              + figures.get("latencyRecords") + " " + figures.get("latencyMaxMs") + " " + figures.get("latencyBatch"));
+
+        StructType timed = SCHEMA.add(Latency.EVENT_COLUMN, DataTypes.TimestampType);
+        KeepNewest.Ring ring = new KeepNewest.Ring("rt", "q", timed, 10, null, false, () -> now[0], null,
+                new Lifetime(null, now[0], 0, false), UNBOUNDED);
+        for (long ago : new long[] {40, 40, 40, 3000}) {
+            ring.arrived(3, new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(
+                    new Object[] {ago, (now[0] - ago) * 1000}));
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, String> arrived = (Map<String, String>) ring.apply(new Object[] {"latency", 3L});
+        check("a real-time ring measures each row as it arrives, from its Kafka timestamp",
+              "4 3000 true", arrived.get("latencyRecords") + " " + arrived.get("latencyMaxMs") + " "
+              + (Math.abs(Double.parseDouble(arrived.get("latencyP50Ms")) - 40) <= 2));
+        check("... and says nothing of a batch it did not measure", "{}",
+              String.valueOf(ring.apply(new Object[] {"latency", 4L})));
+
+        org.apache.spark.util.CollectionAccumulator<long[]> events = new org.apache.spark.util.CollectionAccumulator<>();
+        DataWriter<InternalRow> task = new NewestRows(3, Long.MAX_VALUE, 1, events).createWriter(0, 0, 0);
+        for (long i = 0; i < 5000; i++) {
+            task.write(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(new Object[] {i, i * 1000}));
+        }
+        task.commit();
+        long[] sample = events.value().get(0);
+        long inRange = Arrays.stream(sample, 1, sample.length).filter(micros -> micros >= 0 && micros < 5_000_000)
+                .distinct().count();
+        check("a writer task hands the driver a sample of its rows' event times, and how many rows it had",
+              "5000 " + NewestRows.SAMPLE + " " + NewestRows.SAMPLE, sample[0] + " " + (sample.length - 1) + " " + inRange);
+    }
+
     public static void main(String[] args) throws Exception {
         long[] now = {1_000_000};
         KeepNewest.Ring ring = ring(5, null, false, now);
@@ -153,6 +194,8 @@ public final class KeepNewestCheck {
         }
         check("a writer task keeps its partition's newest rows, no more than the ring keeps", "997 998 999",
               longs(Arrays.asList(((PackedRowCommitMessage) writer.commit()).rows())));
+        checkLatency(now);
+
         DataWriter<InternalRow> none = new NewestRows(0, Long.MAX_VALUE).createWriter(0, 0, 0);
         none.write(id(1));
         check("a ring of no rows has its writers send nothing", "0",

@@ -1,20 +1,31 @@
 """One process of this machine at a time: an exclusive lock on a file, waited for with a deadline.
 
-The lock is the kernel's (flock): it goes with the process that holds it, so a process killed while it holds
-one leaves nothing locked behind.
+The lock is the filelock library's: the kernel's flock on Linux and macOS, msvcrt's locking on Windows. Either goes
+with the process that holds it, so a process killed while it holds one leaves nothing locked behind. Where neither
+exists, filelock's soft lock (the file's existence) stands in.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
 from . import delete_guard
 
-POLL_SECONDS = 0.05  # flock cannot be waited on with a deadline: it is tried again this often
+_KEEP_FILE: dict[str, bool] | None = None
+WAIT_STEP = 0.25  # seconds between calls of on_wait while another process holds the lock
+
+
+def _keeping_the_file() -> dict[str, bool]:
+    """filelock 4 removes a lock file on release unless asked not to (3.x never did on Linux and macOS): sparkscope
+    deletes nothing but through its guard, and a file removed while another process waits on it locks nothing."""
+    import inspect
+
+    from filelock import FileLock
+
+    return {"preserve_lock_file": True} if "preserve_lock_file" in inspect.signature(FileLock).parameters else {}
 
 
 class LockWaitExpired(Exception):
@@ -24,21 +35,28 @@ class LockWaitExpired(Exception):
 @contextlib.contextmanager
 def held(path: Path, timeout: float, on_wait: Callable[[float], None] | None = None) -> Iterator[None]:
     """Hold the lock of `path` (a 0600 file, made when missing) for the block. While another process holds it,
-    wait up to `timeout` seconds, calling `on_wait(seconds waited)` each time round; then LockWaitExpired."""
-    fd = delete_guard.open_fd(path, os.O_CREAT | os.O_RDWR)
+    wait up to `timeout` seconds, calling `on_wait(seconds waited)` each WAIT_STEP; then LockWaitExpired."""
+    from filelock import FileLock, Timeout
+
+    global _KEEP_FILE
+    if _KEEP_FILE is None:
+        _KEEP_FILE = _keeping_the_file()
+
+    delete_guard.check(path, "overwrite")  # where the lock file lands, before it is made
+    lock = FileLock(str(path), mode=0o600, **_KEEP_FILE)
+    begin = time.monotonic()
+    while True:
+        waited = time.monotonic() - begin
+        try:
+            lock.acquire(timeout=max(0.0, min(WAIT_STEP, timeout - waited)) if on_wait else max(0.0, timeout))
+            break
+        except Timeout:
+            waited = time.monotonic() - begin
+            if waited >= timeout:
+                raise LockWaitExpired(str(path)) from None
+            if on_wait is not None:
+                on_wait(waited)
     try:
-        begin = time.monotonic()
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                waited = time.monotonic() - begin
-                if waited > timeout:
-                    raise LockWaitExpired(str(path)) from None
-                if on_wait is not None:
-                    on_wait(waited)
-                time.sleep(POLL_SECONDS)
         yield
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()

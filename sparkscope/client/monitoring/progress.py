@@ -38,7 +38,7 @@ class Latency:
     progress reports no latency: sparkscope's sink puts these in its sink's metrics, and in real time, where that
     sink is a foreach writer, the ring says them (Monitor's `measure`)."""
 
-    batch: int
+    batch: int  # -1: the figures of several batches
     records: int
     p50_ms: float
     p90_ms: float
@@ -49,7 +49,8 @@ class Latency:
     def from_metrics(cls, metrics: Mapping[str, Any] | None) -> Latency | None:
         """From the sink's metrics (strings, as Spark keeps them); None when they hold no latency."""
         try:
-            return cls(batch=int(metrics["latencyBatch"]), records=int(metrics["latencyRecords"]),  # type: ignore[index]
+            return cls(batch=int(metrics.get("latencyBatch", -1)),  # type: ignore[union-attr]
+                       records=int(metrics["latencyRecords"]),  # type: ignore[index]
                        p50_ms=float(metrics["latencyP50Ms"]), p90_ms=float(metrics["latencyP90Ms"]),  # type: ignore[index]
                        p99_ms=float(metrics["latencyP99Ms"]), max_ms=float(metrics["latencyMaxMs"]))  # type: ignore[index]
         except (KeyError, TypeError, ValueError):

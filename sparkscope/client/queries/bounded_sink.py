@@ -124,6 +124,11 @@ class BoundedSink:
         query's, whose progress cannot carry it (its sink is a foreach writer); None when it measured none."""
         return Latency.from_metrics(self._jar.call("latency", name=view, batch=batch)[0])
 
+    def total_latency(self, view: str, *, reset: bool = False) -> Latency | None:
+        """The latency of every record the ring measured since its query started, or since the last `reset` (which
+        starts the count anew): a run's figures, where each progress says one batch's."""
+        return Latency.from_metrics(self._jar.call("latency", name=view, total=True, reset=reset or None)[0])
+
     def _read(self, view: str) -> Any:
         self.load()
         return self._spark.read.format(SINK_CLASS).option("ring", view).load()

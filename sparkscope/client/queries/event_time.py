@@ -17,6 +17,7 @@ Pure proto logic on the plan's bytes (Spark Connect's Relation).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 EVENT_COLUMN = "__sparkscope_event_time"
@@ -39,6 +40,9 @@ def carry(plan: bytes) -> Carried:
 
     relation = Relation()
     relation.ParseFromString(plan)
+    if _star_inside(relation):  # struct("*"), to_json(struct("*")): every column, sparkscope's too
+        return Carried(None, "it takes every column inside an expression (a * in struct() or the like), which would "
+                             "take sparkscope's column too")
     try:
         reads = _carry(relation)
     except _Unsupported as why:
@@ -108,17 +112,42 @@ def _carry(relation) -> bool:
     return False
 
 
-def _reads_kafka(relation) -> bool:
-    """Whether any read below `relation` is a streaming Kafka read."""
-    stack = [relation]
+_STAR_IN_TEXT = re.compile(r"(^|[(,\s])(\w+\.)?\*\s*($|[),])")
+
+
+def _walk(relation):
+    """Every message of the plan, each with whether it is a projection's own column (an element of its list)."""
+    stack: list = [(relation, False)]
     while stack:
-        message = stack.pop()
+        message, own_column = stack.pop()
+        yield message, own_column
+        projection = message.DESCRIPTOR.name == "Project"
         for field, value in message.ListFields():
             if field.message_type is None:
                 continue
-            if field.name == "data_source" and value.format.lower() in KAFKA_FORMATS:
+            items = [value] if hasattr(value, "ListFields") else list(value.values() if hasattr(value, "values")
+                                                                     else value)
+            stack.extend((item, projection and field.name == "expressions") for item in items
+                         if hasattr(item, "ListFields"))
+
+
+def _star_inside(relation) -> bool:
+    """Whether an expression anywhere in the plan takes every column (a *) other than as a projection's own
+    column (which passes sparkscope's column on, as it should)."""
+    for message, own_column in _walk(relation):
+        if message.DESCRIPTOR.name != "Expression":
+            continue
+        kind = message.WhichOneof("expr_type")
+        if kind == "unresolved_star" and not own_column:
+            return True
+        if kind == "expression_string":
+            text = message.expression_string.expression
+            if _STAR_IN_TEXT.search(text) and not (own_column and text.strip() == "*"):
                 return True
-            values = [value] if hasattr(value, "ListFields") else list(value.values() if hasattr(value, "values")
-                                                                         else value)
-            stack.extend(item for item in values if hasattr(item, "ListFields"))
     return False
+
+
+def _reads_kafka(relation) -> bool:
+    """Whether any read below `relation` is a Kafka read."""
+    return any(message.DESCRIPTOR.name == "DataSource" and message.format.lower() in KAFKA_FORMATS
+               for message, _ in _walk(relation))

@@ -93,3 +93,19 @@ def test_the_sink_s_metrics_are_the_progress_latency():
     assert str(progress.latency) == "p50 42 ms, p90 180 ms, p99 1.2 s"
     assert Progress.from_json({"id": "q", "batchId": 3, "sink": {"metrics": {}}}).latency is None
     assert [milliseconds(ms) for ms in (4.24, 85, 1300, 120_000)] == ["4.2 ms", "85 ms", "1.3 s", "2.0 min"]
+
+
+def test_a_star_inside_an_expression_would_take_sparkscope_s_column_so_the_plan_is_left_as_it_is():
+    relation = project(kafka_read(), "value")
+    relation.project.expressions[0].unresolved_function.function_name = "struct"
+    relation.project.expressions[0].unresolved_function.arguments.add().unresolved_star.SetInParent()
+    assert "a * in struct()" in carry(relation.SerializeToString()).why_not
+    text = project(kafka_read(), "value")
+    text.project.expressions[0].expression_string.expression = "to_json(struct(*))"
+    assert carry(text.SerializeToString()).plan is None
+    product = project(kafka_read(), "value")
+    product.project.expressions[0].expression_string.expression = "amount * 2"  # a product, not every column
+    assert carry(product.SerializeToString()).plan is not None
+    top = project(kafka_read(), "value")
+    top.project.expressions[0].expression_string.expression = "*"
+    assert carry(top.SerializeToString()).plan is not None

@@ -14,7 +14,8 @@
  *   ring_writer name (the caller's ring)          {"packet": base64 of the Java-serialized ForeachWriterPacket of a
  *                                                   writer into that ring, for a real-time query (sink/RingRows.java)}
  *   latency     name (the caller's ring)           the end-to-end latency of its newest batch measured, or of
- *               [, batch]                          `batch` ({} when none): sink/Latency.java's metrics
+ *               [, batch] [, total [, reset]]      `batch` ({} when none): sink/Latency.java's metrics; `total`:
+ *                                                  of every record since its query started or the last `reset`
  *   make_feed   name, schema (JSON), grace_ms      {}
  *   forget      name [, user: the server's owner   {"forgotten": true or false}
  *                only, another user's]
@@ -147,8 +148,12 @@ public final class Control implements TableProvider {
                 answer.add(one);
                 return answer;
             case "latency":
-                one.putAll(KeepNewest.latency(required(options, "name"), options.containsKey("batch")
-                        ? Long.valueOf(whole(options, "batch", -1)) : null));
+                if (options.getBoolean("total", false)) {
+                    one.putAll(KeepNewest.totalLatency(required(options, "name"), options.getBoolean("reset", false)));
+                } else {
+                    one.putAll(KeepNewest.latency(required(options, "name"), options.containsKey("batch")
+                            ? Long.valueOf(whole(options, "batch", -1)) : null));
+                }
                 answer.add(one);
                 return answer;
             case "make_feed":

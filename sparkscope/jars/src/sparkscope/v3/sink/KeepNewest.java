@@ -137,6 +137,12 @@ public final class KeepNewest implements TableProvider {
         return (Map<String, String>) ring(name, false).apply(new Object[] {"latency", batch});
     }
 
+    /** The latency of every record the caller's ring `name` measured since its query started, or the last reset. */
+    @SuppressWarnings("unchecked")
+    public static Map<String, String> totalLatency(String name, boolean reset) {
+        return (Map<String, String>) ring(name, false).apply(new Object[] {"total_latency", reset});
+    }
+
     /** The ring `name`, for this thread's caller (see Holdings.use). */
     static Function<Object[], Object> ring(String name, boolean rows) {
         return Holdings.use(name, "ring", GONE, rows);
@@ -171,6 +177,7 @@ public final class KeepNewest implements TableProvider {
         final int eventIndex;  // the column of the rows' Kafka timestamps (Latency.EVENT_COLUMN), or -1
         private Latency measuring = null;  // a real-time batch's latency, as its rows arrive
         private Latency measured = null;  // the newest batch measured whole
+        private Latency total = new Latency(-1);  // every batch's since the query started (or the last reset)
 
         Ring(String name, String query, StructType schema, int rows, Double seconds, boolean replace,
              LongSupplier clock, Scratch scratch, Lifetime lifetime, Limits limits) {
@@ -231,6 +238,8 @@ public final class KeepNewest implements TableProvider {
                     return null;
                 case "latency":
                     return latency((Long) call[1]);
+                case "total_latency":
+                    return totalLatency((Boolean) call[1]);
                 case "sweep":
                     return lifetime.over((Long) call[1], (Set<String>) call[2]);
                 case "describe":
@@ -278,6 +287,7 @@ public final class KeepNewest implements TableProvider {
                     measuring = new Latency(batch);
                 }
                 measuring.add(now - row.getLong(eventIndex) / 1000, 1.0, 1);
+                total.add(now - row.getLong(eventIndex) / 1000, 1.0, 1);
             }
             Chunk newest = chunks.peekFirst();
             if (newest == null || newest.batch != batch) {
@@ -300,7 +310,18 @@ public final class KeepNewest implements TableProvider {
         synchronized void measured(Latency latency) {
             if (latency.records() > 0) {
                 measured = latency;
+                total.merge(latency);
             }
+        }
+
+        /** The figures of every record since the query started, or since the last `reset` (which starts anew). */
+        synchronized Map<String, String> totalLatency(boolean reset) {
+            Map<String, String> figures = total.metrics();
+            figures.remove("latencyBatch");
+            if (reset) {
+                total = new Latency(-1);
+            }
+            return figures;
         }
 
         /** The figures of batch `batch` (the newest measured if null): empty when it has none. */

@@ -52,6 +52,25 @@ public final class Latency {
         this.records += records;
     }
 
+    /** Another histogram's records added to this one's (a run's figures, from its batches'). */
+    void merge(Latency other) {
+        double[] counts;
+        long records;
+        long max;
+        synchronized (other) {
+            counts = other.counts.clone();
+            records = other.records;
+            max = other.maxMs;
+        }
+        synchronized (this) {
+            for (int i = 0; i < BUCKETS; i++) {
+                this.counts[i] += counts[i];
+            }
+            this.records += records;
+            maxMs = Math.max(maxMs, max);
+        }
+    }
+
     synchronized long records() {
         return records;
     }

@@ -23,8 +23,10 @@ def _keeping_the_file() -> dict[str, bool]:
     deletes nothing but through its guard, and a file removed while another process waits on it locks nothing."""
     import inspect
 
-    from filelock import FileLock
+    from filelock import FileLock, SoftFileLock
 
+    if issubclass(FileLock, SoftFileLock):  # no kernel lock here: the file's existence is the lock, removed to release
+        return {}
     return {"preserve_lock_file": True} if "preserve_lock_file" in inspect.signature(FileLock).parameters else {}
 
 
@@ -42,7 +44,8 @@ def held(path: Path, timeout: float, on_wait: Callable[[float], None] | None = N
     if _KEEP_FILE is None:
         _KEEP_FILE = _keeping_the_file()
 
-    delete_guard.check(path, "overwrite")  # where the lock file lands, before it is made
+    delete_guard.check(path, "overwrite")  # where the lock file lands, before it is made (and, for a soft lock,
+    # removed: filelock's own way of releasing it)
     lock = FileLock(str(path), mode=0o600, **_KEEP_FILE)
     begin = time.monotonic()
     while True:

@@ -32,4 +32,5 @@ def test_sparkscope_imports_and_opens_a_session_where_python_has_no_fcntl(remote
                          timeout=300, cwd=tmp_path)
     assert "rows 3 query no_fcntl active\n" in ran.stdout, ran.stdout + ran.stderr
     assert "catalog ['no_fcntl']\n" in ran.stdout, ran.stdout + ran.stderr
-    assert ran.stderr.strip().endswith("ImportError: import of fcntl halted; None in sys.modules"), ran.stderr[-800:]
+    assert ran.stderr.strip().endswith("ModuleNotFoundError: import of fcntl halted; None in sys.modules"), \
+        ran.stderr[-800:]

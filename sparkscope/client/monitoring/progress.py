@@ -48,11 +48,12 @@ class Latency:
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any] | None) -> Latency | None:
         """From the sink's metrics (strings, as Spark keeps them); None when they hold no latency."""
+        if not isinstance(metrics, Mapping):
+            return None
         try:
-            return cls(batch=int(metrics.get("latencyBatch", -1)),  # type: ignore[union-attr]
-                       records=int(metrics["latencyRecords"]),  # type: ignore[index]
-                       p50_ms=float(metrics["latencyP50Ms"]), p90_ms=float(metrics["latencyP90Ms"]),  # type: ignore[index]
-                       p99_ms=float(metrics["latencyP99Ms"]), max_ms=float(metrics["latencyMaxMs"]))  # type: ignore[index]
+            return cls(batch=int(metrics.get("latencyBatch", -1)), records=int(metrics["latencyRecords"]),
+                       p50_ms=float(metrics["latencyP50Ms"]), p90_ms=float(metrics["latencyP90Ms"]),
+                       p99_ms=float(metrics["latencyP99Ms"]), max_ms=float(metrics["latencyMaxMs"]))
         except (KeyError, TypeError, ValueError):
             return None
 

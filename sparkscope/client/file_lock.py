@@ -11,14 +11,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from . import delete_guard
 
-_KEEP_FILE: dict[str, bool] | None = None
+_KEEP_FILE: dict[str, Any] | None = None
 WAIT_STEP = 0.25  # seconds between calls of on_wait while another process holds the lock
 
 
-def _keeping_the_file() -> dict[str, bool]:
+def _keeping_the_file() -> dict[str, Any]:
     """filelock 4 removes a lock file on release unless asked not to (3.x never did on Linux and macOS): sparkscope
     deletes nothing but through its guard, and a file removed while another process waits on it locks nothing."""
     import inspect

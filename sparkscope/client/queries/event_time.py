@@ -18,7 +18,9 @@ Pure proto logic on the plan's bytes (Spark Connect's Relation).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 EVENT_COLUMN = "__sparkscope_event_time"
 KAFKA_FORMATS = ("kafka", "sparkscope_kafka")
@@ -56,11 +58,11 @@ class _Unsupported(Exception):
     pass
 
 
-def _attribute(expression, name: str) -> None:
+def _attribute(expression: Any, name: str) -> None:
     expression.unresolved_attribute.unparsed_identifier = f"`{name}`"
 
 
-def _carry(relation) -> bool:
+def _carry(relation: Any) -> bool:
     """Rewrite `relation` in place so that its output ends with EVENT_COLUMN; whether it reads Kafka (False: the
     relation is left as it was)."""
     kind = relation.WhichOneof("rel_type")
@@ -115,9 +117,9 @@ def _carry(relation) -> bool:
 _STAR_IN_TEXT = re.compile(r"(^|[(,\s])(\w+\.)?\*\s*($|[),])")
 
 
-def _walk(relation):
+def _walk(relation: Any) -> Iterator[tuple[Any, bool]]:
     """Every message of the plan, each with whether it is a projection's own column (an element of its list)."""
-    stack: list = [(relation, False)]
+    stack: list[tuple[Any, bool]] = [(relation, False)]
     while stack:
         message, own_column = stack.pop()
         yield message, own_column
@@ -131,7 +133,7 @@ def _walk(relation):
                          if hasattr(item, "ListFields"))
 
 
-def _star_inside(relation) -> bool:
+def _star_inside(relation: Any) -> bool:
     """Whether an expression anywhere in the plan takes every column (a *) other than as a projection's own
     column (which passes sparkscope's column on, as it should)."""
     for message, own_column in _walk(relation):
@@ -147,7 +149,7 @@ def _star_inside(relation) -> bool:
     return False
 
 
-def _reads_kafka(relation) -> bool:
+def _reads_kafka(relation: Any) -> bool:
     """Whether any read below `relation` is a Kafka read."""
     return any(message.DESCRIPTOR.name == "DataSource" and message.format.lower() in KAFKA_FORMATS
                for message, _ in _walk(relation))

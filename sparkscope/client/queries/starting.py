@@ -261,8 +261,8 @@ class QueryStarter:
         view = None
         sink_options: dict[str, str] = {}
         latency: str | None = None  # why the sink cannot measure the query's latency
-        if sink == BOUNDED and plan is not None and any(key == "format" and is_kafka(value)
-                                                        for key, value in plan_fields(plan)):
+        reads_kafka = plan is not None and any(key == "format" and is_kafka(value) for key, value in plan_fields(plan))
+        if sink == BOUNDED and reads_kafka and plan is not None:
             df, latency = self._carrying_event_time(df, plan)
         writer = df.writeStream.queryName(name).outputMode(chosen)
         if sink == BOUNDED:
@@ -298,8 +298,7 @@ class QueryStarter:
         query.notes.extend(notes or [])
         if latency is not None:
             query.notes.append(f"no latency: {latency}")
-        if sink == "kafka" or (plan is not None and any(name == "format" and is_kafka(value)
-                                                        for name, value in plan_fields(plan))):
+        if sink == "kafka" or reads_kafka:
             query.notes.append(self._s.server.kafka.describe())
         self.register(query, plan=plan, problem=problem, options=options, checkpoint_users=users)
         if view is not None and parsed_trigger.kind == "realtime":  # started once it reads: what comes next shows
@@ -313,7 +312,8 @@ class QueryStarter:
         query's end-to-end latency (event_time.py); else `df` as it is, and why not."""
         carried = event_time.carry(plan)
         if carried.plan is None:
-            return df, f"sparkscope measures a Kafka query's latency where its plan passes each record on, and {carried.why_not}"
+            return df, ("sparkscope measures a Kafka query's latency where its plan passes each record on, and "
+                        f"{carried.why_not}")
         rewritten = dataframe_from_plan(self._s.spark, carried.plan)
         try:
             with translated():

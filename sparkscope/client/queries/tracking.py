@@ -238,14 +238,15 @@ class QueryBook:
     def _measured(self, progress: Progress) -> Progress:
         """A real-time query's progress with its latency, which its ring measured (a micro-batch query's progress
         has it already, in its sink's metrics): one call, on the monitor's thread, per batch of such a query."""
-        if progress.latency is not None or self._ring_latency is None:
+        ring_latency = self._ring_latency
+        if progress.latency is not None or ring_latency is None:
             return progress
         with self._lock:
             query = self._queries.get(progress.query_id)
-        if query is None or query.view is None or query.trigger.kind != "realtime":
+        view = query.view if query is not None and query.trigger.kind == "realtime" else None
+        if query is None or view is None:
             return progress
-        latency = within(CALL_DEADLINE, lambda: self._ring_latency(query.view, progress.batch_id),
-                         f"the latency of {query.name}")
+        latency = within(CALL_DEADLINE, lambda: ring_latency(view, progress.batch_id), f"the latency of {query.name}")
         return dataclasses.replace(progress, latency=latency) if latency is not None else progress
 
     def ended(self, query: Query, state: str, error: str | None) -> None:

@@ -97,7 +97,7 @@ def test_alert_appears_for_a_query_that_fails(repl):
 def test_watch_refuses_outside_a_terminal_and_tail_needs_a_name(repl):
     assert "error: :tail needs a query name. Usage: :tail [NAME] [--follow] [--limit N] [--stop]" in repl.run(":tail")
     assert "error: No query named 'nope'" in repl.run(":watch nope")
-    assert "error: 'maybe' is not on or off. Usage: :alerts [on|off]" in repl.run(":alerts maybe")
+    assert "error: 'maybe' is not on, off or latency LIMIT. Usage: :alerts [on|off|latency] [LIMIT]" in repl.run(":alerts maybe")
 
 
 def test_state_without_bound_is_said_once_with_its_fix_and_not_with_a_watermark(repl):

@@ -91,6 +91,25 @@ def test_a_query_whose_first_batch_was_cut_off_restarts_at_batch_0_and_loses_not
     again.stop()
 
 
+def test_a_restart_leaves_alone_a_first_batch_that_a_query_running_on_its_checkpoint_may_be_writing(ss, data_dir):
+    """Found in CI: a restart removed the `.0.<uuid>.tmp` of another query then writing its first batch on the same
+    checkpoint, and that query failed with FileNotFoundException instead of being stopped by Spark as it says."""
+    events = data_dir / "writing_events"
+    events.mkdir()
+    first = ss.start(windowed_counts(ss, events), "cat_writing_a", sink="memory")
+    first.process_all_available()
+    first.stop()
+    other = ss.start(windowed_counts(ss, events), "cat_writing_b", sink="memory", checkpoint=first.checkpoint)
+    other.process_all_available()  # no file yet: no batch; what follows stands for its first batch being written
+    cut_off_first_batch(first.checkpoint)
+    offsets = Path(first.checkpoint.removeprefix("file:")) / "offsets"
+    writing = sorted(entry.name for entry in offsets.iterdir())
+    again = ss.restart("cat_writing_a")  # Spark stops cat_writing_b, as the restart's note says
+    assert any("Spark stopped query cat_writing_b" in note for note in again.notes), again.notes
+    assert sorted(entry.name for entry in offsets.iterdir()) == writing
+    again.stop()
+
+
 def test_a_cut_off_first_batch_in_a_checkpoint_sparkscope_cannot_reach_is_one_line_that_says_what_to_do(ss, tmp_path):
     checkpoint = tmp_path / "theirs"  # a start never clears a checkpoint given to it: only a restart does
     cut_off_first_batch(str(checkpoint))

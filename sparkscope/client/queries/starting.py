@@ -555,9 +555,10 @@ class QueryStarter:
         elif self._s.server.target.on_this_machine:
             resumption = Resumption(checkpoint, committed_batch(checkpoint), True)
             self._remake_if_ours(checkpoint, name)
-            with swallowed(f"clearing the cut-off first batch of {name}"):
-                if cleared := clear_cut_off_first_batch(checkpoint):
-                    log.info("%s: its first batch was cut off as it was written; removed %s", name, cleared)
+            if not self.on_checkpoint(checkpoint):  # a query running on it may be writing its first batch right now
+                with swallowed(f"clearing the cut-off first batch of {name}"):
+                    if cleared := clear_cut_off_first_batch(checkpoint):
+                        log.info("%s: its first batch was cut off as it was written; removed %s", name, cleared)
             _check_sources_here(record)
         else:
             resumption = Resumption(checkpoint, record.last_batch, False)

@@ -153,7 +153,7 @@ def test_a_batch_write_to_kafka_as_the_guide_writes_it(remote_url, kafka_broker)
     said = repl.run(f'df.selectExpr("\'{topic}\' AS topic", "value").write.format("kafka")'
                     f'.option("kafka.bootstrap.servers", "{kafka_broker.bootstrap}"){exact}.save()')
     assert "error" not in said and "Traceback" not in said, said
-    assert sorted(kafka_broker.values(topic)) == ["one", "one", "two", "two"]
+    assert sorted(kafka_broker.first_values(topic, 4)) == ["one", "one", "two", "two"]  # tansu: values() can stop a record short
     refused = repl.run(f'df.write.format("kafka").option("kafka.bootstrap.servers", "{kafka_broker.bootstrap}")'
                        f'.option("topic", "{topic}").mode("overwrite").save()')
     errors = [line for line in refused.splitlines() if line.startswith("error: ")]

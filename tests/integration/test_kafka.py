@@ -184,8 +184,9 @@ def test_the_sink_and_a_round_trip_topic_query_topic_query(ss, kafka_broker, top
     query = ss.start(doubled, "to_topic", sink="kafka",
                      options={"kafka.bootstrap.servers": kafka_broker.bootstrap, "topic": out, **EXACT})
     assert query.sink == "kafka" and query.notes
-    wait_for(lambda: len(kafka_broker.values(out)) == 8, 60, what="8 records in the output topic")
-    assert sorted(int(v) for v in kafka_broker.values(out)) == [2 * i for i in range(8)]
+    # tansu's high watermark can stay a record short (values() stops at it): read as a consumer fetches
+    wait_for(lambda: len(kafka_broker.first_values(out, 8, 1.0)) == 8, 60, what="8 records in the output topic")
+    assert sorted(int(v) for v in kafka_broker.first_values(out, 8)) == [2 * i for i in range(8)]
     read_values(ss, kafka_broker, "from_topic", subscribe=out, starting_offsets="earliest")
     wait_for(lambda: values_of(ss, "from_topic") == sorted(str(2 * i) for i in range(8)), 60, what="read back")
     assert {t.name: t.records for t in topics(kafka_broker.bootstrap, out)} == {out: 8}
@@ -252,7 +253,7 @@ def test_topics_and_produce_find_the_cluster_of_this_session_s_queries(ss, kafka
     shell = _shell(ss)
     assert shell.run(f":produce {topic} --file {events}"), shell.err.getvalue()
     assert shell.out.getvalue() == f"Sent 2 records to {topic} at {kafka_broker.bootstrap}\n"
-    assert kafka_broker.values(topic) == ['{"amount": 5}', "plain text"]
+    assert kafka_broker.first_values(topic, 2) == ['{"amount": 5}', "plain text"]  # tansu: values() can stop short
     assert shell.run(f":topics {topic}"), shell.err.getvalue()
     assert f"{topic}" in shell.out.getvalue() and "0:2" in shell.out.getvalue()
 

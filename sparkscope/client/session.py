@@ -580,24 +580,27 @@ class Session:
             with swallowed("keeping the session alive"):
                 self._spark.version  # noqa: B018 - one cheap RPC keeps the server session alive
 
-    def close(self, stop_queries: bool = True, drop_views: bool = True) -> None:
+    def close(self, stop_queries: bool = True, drop_views: bool = True) -> list[str]:
         """Stop this session's queries and release it; with stop_queries=False leave both running.
         `drop_views`: drop the rows its bounded-sink queries kept (off for a session only looked into).
+        Returns the names of the queries it stopped: one the server did not stop in time runs on.
 
         Within CLOSE_DEADLINE seconds in all, also on a frozen network: once a step gets no answer,
         the server is not answering, and the remaining calls are abandoned instead of each waiting."""
         if self._closed:
-            return
+            return []
         self._closed = True
         spark = self._spark
         try:
-            self._release(stop_queries, drop_views)
+            return self._release(stop_queries, drop_views)
         finally:
             self._handed_back = True
             with swallowed("making another open session the active one"):
                 pass_on_active(spark)
 
-    def _release(self, stop_queries: bool, drop_views: bool) -> None:
+    def _release(self, stop_queries: bool, drop_views: bool) -> list[str]:
+        """The steps of close(); the queries stopped. Stopping comes first: what the user asked for is not
+        abandoned because the event listener, removed next, was slow to go on a busy server."""
         self._stop_keepalive.set()
         if self._held:
             with swallowed("recording the session's release in the catalog"):
@@ -605,11 +608,19 @@ class Session:
         release_process_settings()
         self._stop_explaining()
         deadline = time.monotonic() + CLOSE_DEADLINE
-        answered = self._book.close_monitor(timeout=CLOSE_DEADLINE / 2)
+        stopped: list[str] = []
+        if stop_queries:
+            try:
+                within(CLOSE_DEADLINE, lambda: self._book.stop_all(stopped), "stopping the session's queries")
+            except DeadlineExceeded:
+                log.info("abandoned closing the session: the server did not stop its queries in time")
+                return list(stopped)
+            except Exception:
+                log.debug("stopping the session's queries failed", exc_info=True)
+        answered = self._book.close_monitor(timeout=max(0.1, min(CLOSE_DEADLINE / 2, deadline - time.monotonic())))
         if not stop_queries:
             keep_session_on_close(self._spark)
-        steps: list[tuple[Callable[[], object], str]] = (
-            [(self._book.stop_all, "stopping the session's queries")] if stop_queries else [])
+        steps: list[tuple[Callable[[], object], str]] = []
         if drop_views and any(q.view for q in self._book.known_queries()):
             steps.append((lambda: self._starter.drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         if stop_queries:  # the memory sources a test fed go with the session, unless queries stay to read them
@@ -619,13 +630,14 @@ class Session:
             left = deadline - time.monotonic()
             if not answered or left <= 0:
                 log.info("abandoned %s: the server did not answer", what)
-                return
+                return stopped
             try:
                 within(left, step, what)
             except DeadlineExceeded:
                 answered = False
             except Exception:
                 log.debug("%s failed", what, exc_info=True)
+        return stopped
 
 
 def _refuse_after_close(cls: type[Session]) -> type[Session]:

@@ -41,13 +41,15 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
     found = [] if ctx.interactive else [q for q in queries if not session.streams.started_here(q)]
     if found and not detach:
         # a script stops only what it started: queries it found (reattached, another client's) run on
+        stopped: list[str] = []
         with swallowed("stopping the script's queries"):
             for query in queries:
                 if session.streams.started_here(query):
                     query.stop()
+                    stopped.append(query.name)
         session.close(stop_queries=False)
-        stopped = [q.name for q in queries if session.streams.started_here(q)]
-        return "\n".join(filter(None, [f"Stopped {', '.join(stopped)}." if stopped else None,
+        ours = [q.name for q in queries if session.streams.started_here(q)]
+        return "\n".join(filter(None, [_stopped_message(ours, stopped, session.session_id),
                                         f"Left running: {', '.join(q.name for q in found)} (this script did "
                                         "not start them)."]))
     if running and detach is None:
@@ -60,10 +62,22 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
                    f"Reattach with: {ctx.reattach_command()}\n{idle_timeout_warning(session)}")
         session.close(stop_queries=False)
     else:  # nothing to leave running, or the user chose to stop it
-        session.close(stop_queries=True)
-        message = f"Stopped {', '.join(running)}." if running else None
+        stopped = session.close(stop_queries=True)
+        message = _stopped_message(running, stopped, session.session_id)
     staying = _embedded_server_note(session) if ctx.interactive else None
     return "\n".join(m for m in (message, staying) if m) or None
+
+def _stopped_message(running: list[str], stopped: list[str], session_id: str) -> str | None:
+    """What leaving stopped, and what the server did not stop in time (it runs on, and `:stop NAME` in a new
+    REPL stops it where it was left)."""
+    left = [name for name in running if name not in stopped]
+    lines = [f"Stopped {', '.join(stopped)}." if stopped else None]
+    if left:
+        lines.append(f"The server did not stop {', '.join(left)} in time: {'it runs' if len(left) == 1 else 'they run'}"
+                     f" on in session {session_id[:8]}. Start sparkscope again and :stop NAME to end "
+                     f"{'it' if len(left) == 1 else 'them'}.")
+    return "\n".join(line for line in lines if line) or None
+
 
 def _server_gone(session: Any, error: SparkscopeError) -> bool:
     """The listing failed because the server is gone (refused, restarted), not because it is slow to answer."""

@@ -200,8 +200,10 @@ class QueryBook:
             return sum(1 for query in self._queries.values() if query.known_state() is None)
 
     # -- managing -------------------------------------------------------------------------------
-    def stop_all(self) -> list[str]:
-        stopped = []
+    def stop_all(self, stopped: list[str] | None = None) -> list[str]:
+        """Stop every active query of the session; their names, each added to `stopped` as it stops (what
+        a caller that gave up waiting can still tell)."""
+        stopped = [] if stopped is None else stopped
         for query in self.adopt_active():
             query.stop()
             stopped.append(query.name)

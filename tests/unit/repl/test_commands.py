@@ -133,8 +133,9 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
             raise SparkscopeError("Listing running queries got no answer within 5 s")
 
 
-        def close(self, stop_queries: bool) -> None:
+        def close(self, stop_queries: bool) -> list[str]:
             self.closed_with = stop_queries
+            return ["leaving"] if stop_queries else []
 
     asked: list[str] = []
     ctx = FakeContext(session=Busy(), answers=[True])
@@ -148,6 +149,26 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
     assert ctx.session.closed_with is True
     assert ctx.err.getvalue() == ("note: the server did not list its running queries (Listing running queries got no "
                                   "answer within 5 s); these are the ones this process knows of.\n")
+
+
+def test_leaving_says_which_query_the_server_did_not_stop_in_time_and_how_to_end_it():
+    """A busy server that does not stop a query within close()'s deadline: "Stopped" would be untrue, and the
+    query's name stays taken while it runs on (a start of that name in a new REPL is refused)."""
+    from sparkscope.repl.leaving import leave
+
+    class Slow(FakeSession):
+        def running(self) -> list[Any]:
+            return [SimpleNamespace(name="fast"), SimpleNamespace(name="slow")]
+
+        def close(self, stop_queries: bool) -> list[str]:
+            return ["fast"]
+
+    ctx = FakeContext(session=Slow(), answers=[True])
+    ctx.confirm = lambda question: True  # type: ignore[method-assign]
+    ctx.session.server = SimpleNamespace(target=SimpleNamespace(source="remote", token_source=None))
+    ctx.session.streams = SimpleNamespace(started_here=lambda query: True)
+    assert leave(ctx, None, None) == ("Stopped fast.\nThe server did not stop slow in time: it runs on in session "
+                                      "4e891c44. Start sparkscope again and :stop NAME to end it.")
 
 
 def test_connect_returns_the_switch_and_says_what_it_left_in_the_previous_session():

@@ -77,7 +77,7 @@ def _classes_by_name() -> dict[str, type]:
     found: dict[str, type] = {}
     for path in sorted((ROOT / "sparkscope").rglob("*.py")):
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        if name.split(".")[1:2] in (["repl"], ["cli"], ["notebook"], ["jars"]):
+        if name.split(".")[1:2] in (["repl"], ["core"], ["cli"], ["notebook"], ["jars"]):
             continue  # the REPL, the command line and the notebook use the API; they hand none of it out
         loaded = importlib.import_module(name)
         for value in vars(loaded).values():

@@ -12,7 +12,7 @@ END = "<!-- end of the generated commands -->"
 
 
 def command_table() -> str:
-    from sparkscope.repl.commands.listing import REGISTRY
+    from sparkscope.core.commands.listing import REGISTRY
 
     rows = ["| command | what it does |", "|---|---|"]
     for cmd in sorted(REGISTRY.commands.values(), key=lambda c: c.name):

@@ -1,1 +1,2 @@
-"""The command line: `sparkscope`, its flags, and `sparkscope server …`."""
+"""The command line without a prompt: -c, -f and a piped script (batch.py), and `sparkscope server …` and
+`checkpoints …` (server.py)."""

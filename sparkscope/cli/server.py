@@ -12,8 +12,8 @@ from typing import Any
 from ..client.errors import ConfigError, ServerError, SparkscopeError
 from ..server.local import UI_READERS, LocalServer
 from ..server.info import ServerInfo
-from ..repl.output.render import age, busy_tasks, show, uptime
-from ..repl.output.results import Block, Message, Result, Table
+from ..core.rendering.render import age, busy_tasks, show, uptime
+from ..core.rendering.results import Block, Message, Result, Table
 
 NOT_RUNNING = ConfigError("No local server is running", "Start one with: sparkscope server start", code="no_server")
 
@@ -83,7 +83,7 @@ def _connector_missing(failed: ServerError) -> ServerError:
 
 
 def _start(args: argparse.Namespace, server: LocalServer) -> int:
-    from ..repl.commands.registry import key_values
+    from ..core.commands.registry import key_values
 
     tty = sys.stderr.isatty()
 
@@ -140,7 +140,7 @@ def _restore(args: argparse.Namespace, info: ServerInfo, suspects: list[str]) ->
     session left open on the server (they keep running after this command ends). After an out-of-memory exit,
     those that ran then (`suspects`: one of them may have caused it) only when named."""
     from ..server.connecting import open_session
-    from ..repl.prompt.terminal import command_name
+    from ..core.terminal import command_name
 
     skipped = [name for name in suspects if name not in args.restore]
     session = open_session(info.target(None), keepalive=0)
@@ -152,7 +152,7 @@ def _restore(args: argparse.Namespace, info: ServerInfo, suspects: list[str]) ->
         print(f"note: not restored, as they ran when the server ran out of memory: {', '.join(skipped)}. Restore "
               f"one by name once it cannot take the server down again: {command_name()} server start --restore "
               f"{skipped[0]}", file=sys.stderr)
-    from ..repl.commands.catalog import restarted
+    from ..core.commands.catalog import restarted
 
     restored = [outcome.name for _, outcome in results if not isinstance(outcome, SparkscopeError)]
     failed = [f"{record.name}: {outcome}" for record, outcome in results if isinstance(outcome, SparkscopeError)]
@@ -172,7 +172,7 @@ def _check(args: argparse.Namespace) -> int:
     """Like `databricks-connect test`: what the server can run for this client; 0 only when everything works."""
     from ..client.errors import ConnectionFailed
     from ..server.connecting import open_session, resolve_target
-    from ..repl.commands.session import capability_table
+    from ..core.commands.session import capability_table
 
     try:
         session = open_session(resolve_target(getattr(args, "remote", None), profile=args.profile,
@@ -191,7 +191,7 @@ def _kept(args: argparse.Namespace) -> int:
     """What sparkscope keeps on a server (the embedded one, or --remote URL); --free frees this user's unused."""
     from ..client.errors import ConnectionFailed
     from ..server.connecting import open_session, resolve_target
-    from ..repl.commands.session import kept_table
+    from ..core.commands.session import kept_table
 
     try:
         session = open_session(resolve_target(getattr(args, "remote", None), profile=args.profile,
@@ -353,8 +353,8 @@ def _logs(args: argparse.Namespace, server: LocalServer) -> int:
 
 
 def _fail(args: argparse.Namespace, error: SparkscopeError, code: int) -> int:
-    from ..repl.hints import repl_hint
-    from ..repl.output.render import error_json, error_line
+    from ..core.hints import repl_hint
+    from ..core.rendering.render import error_json, error_line
 
     print(error_json(error.message, repl_hint(error)) if args.format == "json" else error_line(error),
           file=sys.stderr)
@@ -383,7 +383,7 @@ def _cluster_rows(cluster: Any) -> list[tuple[str, object]]:
 
 def checkpoints_main(args: argparse.Namespace) -> int:
     from ..client.catalog.records import Catalog
-    from ..repl.commands.catalog import checkpoint_report
+    from ..core.commands.catalog import checkpoint_report
 
     if args.action == "prune" and not args.older_than:
         raise ConfigError("prune needs --older-than AGE", "e.g. sparkscope checkpoints prune --older-than 7d")

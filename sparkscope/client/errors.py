@@ -29,7 +29,7 @@ class SparkscopeError(Exception):
 
     `code` names the situation stably (e.g. "query_exists") and `data` holds its particulars (e.g.
     {"name": "counts"}), so a front end can give its own hint: the SDK's hints speak Python, and the
-    REPL replaces them with its commands (repl/hints.py).
+    REPL replaces them with its commands (core/hints.py).
     """
 
     code = "error"

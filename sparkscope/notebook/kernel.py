@@ -29,17 +29,17 @@ from typing import Any, TextIO, cast
 from ..client.errors import SparkscopeError, translate
 from ..client.logs import swallowed
 from ..client.secrets import redact
-from ..repl.commands.registry import UsageError
-from ..repl.executor import Executor
-from ..repl.habits.user_code import StoppedWaiting, UserCall, mark_user_code
-from ..repl.output.render import error_line
-from ..repl.python_input import from_pyspark
-from ..repl.session_holder import session_opener
-from ..repl.worker import CELL_STOPPED
+from ..core.commands.registry import UsageError
+from ..core.executor import Executor
+from ..core.habits.user_code import StoppedWaiting, UserCall, mark_user_code
+from ..core.rendering.render import error_line
+from ..core.python_input import from_pyspark
+from ..core.session_holder import session_opener
+from ..core.worker import CELL_STOPPED
 
 _CTRL_C = re.compile(r"(^|(?<=[.!?] )|(?<=\n))?Ctrl-C")  # capitalised where a sentence starts
 _UNKNOWN = re.compile(r"(Unknown command ):([\w-]+)")
-# the names the session gives the namespace (repl/session_holder.py); display and dbutils are there before it
+# the names the session gives the namespace (core/session_holder.py); display and dbutils are there before it
 SESSION_NAMES = frozenset({"spark", "ss", "SparkSession", "F", "T", "window", "col", "expr", "lit"})
 NAMES_GIVEN = ("display", "dbutils", *sorted(SESSION_NAMES))  # every name the extension may put in the namespace
 
@@ -162,8 +162,8 @@ class Notebook:
             session = self.executor.session  # "Connected to …" follows: no "(connecting…)" before it
             print(f"Connected to {session.url} (session {session.session_id[:8]}, Spark {session.server.version})")
             return
-        from ..repl.commands.session import connected
-        from ..repl.output.results import SwitchSession
+        from ..core.commands.session import connected
+        from ..core.rendering.results import SwitchSession
 
         self.executor.emit("connect", self.executor.apply(SwitchSession(opener, connected)))
 

@@ -10,10 +10,10 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..repl.commands.listing import REGISTRY
-from ..repl.commands.registry import UsageError
-from ..repl.output.results import Block, Table
-from ..repl.prompt.completion import command_candidates
+from ..core.commands.listing import REGISTRY
+from ..core.commands.registry import UsageError
+from ..core.rendering.results import Block, Table
+from ..core.commands.completion import command_candidates
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Notebook

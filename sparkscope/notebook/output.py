@@ -1,7 +1,7 @@
 """A result as a notebook shows it: HTML for a notebook, the terminal's text for a console, and the JSON that
 --format json prints under a type of sparkscope's own (JSON_TYPE), for a program that reads the notebook: a front end
 shows the HTML (JupyterLab would draw plain application/json as a tree in its place). The rendering itself is
-repl/output's."""
+core/rendering's."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..repl.output.html import to_html
-from ..repl.output.render import render, to_json
-from ..repl.output.results import Block, Message, Table
+from ..core.rendering.html import to_html
+from ..core.rendering.render import render, to_json
+from ..core.rendering.results import Block, Message, Table
 
 
 JSON_TYPE = "application/vnd.sparkscope.result+json"

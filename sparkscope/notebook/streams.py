@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from ..client.errors import SparkscopeError
 from ..client.queries.dataframes import is_dataframe
 from ..client.queries.tail import Tail, TailBatch
-from ..repl.habits.databricks import batch_table, start_displayed
-from ..repl.output.live import batch_footer
-from ..repl.output.render import WATCH_COLUMNS, WATCH_TRENDS, error_line, watch_cells
-from ..repl.output.results import Message, Table
+from ..core.habits.databricks import batch_table, start_displayed
+from ..core.rendering.live import batch_footer
+from ..core.rendering.render import WATCH_COLUMNS, WATCH_TRENDS, error_line, watch_cells
+from ..core.rendering.results import Message, Table
 from .output import Shown
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -95,7 +95,7 @@ def _documented_c_examples() -> list[str]:
     import re
     from pathlib import Path
 
-    from sparkscope.cli.args import EXAMPLES
+    from sparkscope.core.arguments import EXAMPLES
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     found = re.findall(r"""sparkscope -c (['"])(.+?)\1""", readme + EXAMPLES)

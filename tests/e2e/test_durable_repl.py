@@ -163,7 +163,7 @@ def test_a_script_whose_server_died_says_its_queries_ended_with_it(own_server, t
     script = tmp_path / "waits.sps"
     script.write_text(":start k9q ss.source.rate(5)\nprint('started', flush=True)\n"
                       "ss.query('k9q').await_termination()\n")
-    waiting = subprocess.Popen([sys.executable, "-m", "sparkscope.cli.main", "--remote", f"sc://localhost:{port}",
+    waiting = subprocess.Popen([sys.executable, "-m", "sparkscope", "--remote", f"sc://localhost:{port}",
                                 "-f", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **env})
     try:

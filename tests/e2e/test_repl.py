@@ -9,7 +9,7 @@ import time
 import pexpect
 import pytest
 
-from sparkscope.repl.worker import STILL_RUNNING
+from sparkscope.core.worker import STILL_RUNNING
 from tests.helpers import sparkscope_bin, wait_for
 from tests.e2e.conftest import Repl, Screen, clean, spawn
 

@@ -34,7 +34,7 @@ def tree(home: Path) -> list[str]:
     return sorted(str(path.relative_to(home)) for path in home.rglob("*"))
 
 
-# the REPL's note of lost queries (repl/commands/catalog.py's lost_note): it comes from the connection's background
+# the REPL's note of lost queries (core/commands/catalog.py's lost_note): it comes from the connection's background
 # check, whenever that ends, and so may follow a command's output (another test of the worker can leave some)
 CONNECTION_NOTES = ("Lost since the server restarted or their session ended: ", "Nothing was restarted. ")
 

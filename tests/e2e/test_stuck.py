@@ -6,7 +6,7 @@ import re
 
 import pexpect
 
-from sparkscope.repl.worker import STILL_RUNNING
+from sparkscope.core.worker import STILL_RUNNING
 from tests.e2e.conftest import Repl, clean, spawn
 from tests.netproxy import Proxy
 

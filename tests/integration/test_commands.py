@@ -12,7 +12,7 @@ import pytest
 
 import sparkscope
 from benchmarks.common import RpcCounter
-from sparkscope.repl.executor import Executor
+from sparkscope.core.executor import Executor
 from tests.helpers import wait_for
 
 
@@ -118,7 +118,7 @@ def test_a_paste_of_python_and_commands_runs_line_by_line_as_a_script_does(shell
 
 
 def test_a_script_with_a_blank_line_inside_a_def_runs(shell, tmp_path):
-    from sparkscope.cli.main import _run_file
+    from sparkscope.core.scripts import run_file as _run_file
 
     script = tmp_path / "script.py"
     script.write_text("def double(x):\n    y = x * 2\n\n    return y\n\nanswer = double(21)\n:conf spark.sql.shuffle.partitions\n")

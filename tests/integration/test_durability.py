@@ -17,7 +17,7 @@ import sparkscope
 from sparkscope.server.ports import free_port, wait_until_free
 from sparkscope.server.local import LocalServer
 from sparkscope.client.session import Session
-from sparkscope.repl.executor import Executor
+from sparkscope.core.executor import Executor
 from tests.helpers import run_sparkscope, wait_for
 
 CYCLES = 3  # one of each way back: server start --restore, ss.restart, :restart --lost

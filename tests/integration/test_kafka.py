@@ -209,7 +209,7 @@ def test_lag_shows_while_a_producer_outruns_a_limited_query(ss, kafka_broker, to
 def _shell(ss):
     import io
 
-    from sparkscope.repl.executor import Executor
+    from sparkscope.core.executor import Executor
 
     shell = Executor(out=io.StringIO(), err=io.StringIO())
     shell.holder.set_session(ss)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import sparkscope
-from sparkscope.repl.output.dashboard import Dashboard
+from sparkscope.core.rendering.dashboard import Dashboard
 from tests.helpers import wait_for
 from tests.integration.test_commands import Shell
 

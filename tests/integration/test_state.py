@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkscope.client.errors import UnsupportedOperation
-from sparkscope.repl.executor import Executor
+from sparkscope.core.executor import Executor
 
 
 def write(folder, name: str, rows: list[dict]) -> None:

@@ -85,7 +85,7 @@ def test_topics_produce_and_the_lag_through_the_connector(ss, connector_server, 
     info = wait_for(lambda: next((q for q in ss.queries() if q.name == "lagging" and q.behind), None), 60,
                     what="the lag in ss.queries()")
     assert 0 < info.behind <= 190
-    from sparkscope.repl.output.dashboard import Dashboard
+    from sparkscope.core.rendering.dashboard import Dashboard
 
     tracks = wait_for(lambda: [t for t in Dashboard(ss.monitor, None, lambda name: "").tracks()
                                if t.name == "lagging" and t.latest is not None and t.latest.offsets_behind],

@@ -76,7 +76,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycle_in_the_package():
     modules = _modules()
     graph = {name: _imports(name, path, modules) for name, path in modules.items()}
-    assert graph["sparkscope.repl.executor"], "the import graph is read (the executor imports modules of ours)"
+    assert graph["sparkscope.core.executor"], "the import graph is read (the executor imports modules of ours)"
     assert import_cycles(graph) == []
 
 

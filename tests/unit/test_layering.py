@@ -1,5 +1,6 @@
-"""The layering rules, read from the source of every module, in every subfolder: repl uses server and client,
-server uses client, client uses pyspark and starts or signals no process; only the adapter
+"""The layering rules, read from the source of every module, in every subfolder: the front ends (cli, repl, notebook)
+stand side by side on the core (commands, rendering, the executor) and import nothing from each other; the core uses
+server and client, server uses client, client uses pyspark and starts or signals no process; only the adapter
 (client/_pyspark/) reaches into pyspark's private names; no folder holds more than 15 modules."""
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ def _modules(folder: str) -> list[Path]:
     return sorted((PACKAGE / folder).rglob("*.py"))
 
 
-# which of sparkscope's packages each may import (the top-level sparkscope/__init__ ties them together)
-MAY_IMPORT = {"client": set(), "server": {"client"}, "repl": {"client", "server"}, "testing": {"client", "server"},
-              "notebook": {"client", "server", "repl"}}
+# which of sparkscope's packages each may import (the top-level sparkscope/__init__ ties them together, and
+# sparkscope/__main__, the `sparkscope` command, hands the command line to a front end)
+FRONT_ENDS = ("cli", "repl", "notebook")
+MAY_IMPORT = {"client": set(), "server": {"client"}, "core": {"client", "server"}, "testing": {"client", "server"},
+              **{front: {"core", "client", "server"} for front in FRONT_ENDS}}
 
 
-def _imported_packages(path: Path) -> set[tuple[int, str]]:
+def _imported_packages(path: Path, package: Path = PACKAGE) -> set[tuple[int, str]]:
     """(line, package of sparkscope) for each import of one of sparkscope's packages in `path`."""
-    package_parts = path.relative_to(PACKAGE).parts[:-1]
+    package_parts = path.relative_to(package).parts[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
@@ -98,20 +101,41 @@ def test_a_private_name_of_pyspark_is_caught_even_when_sparkscope_uses_the_same_
     assert _outside_their_class(source, "m.py") == ["m.py:9 df._session", "m.py:9 getattr(df, '_plan')"]
 
 
-def test_the_repl_touches_no_private_name_of_another_object():
+def test_the_front_ends_and_the_core_touch_no_private_name_of_another_object():
     offenders = [f"{path.relative_to(PACKAGE)}:{line} {owner}.{attr}"
-                 for path in _modules("repl") for line, owner, attr in _private_accesses(path)]
+                 for folder in ("core", *FRONT_ENDS) for path in _modules(folder)
+                 for line, owner, attr in _private_accesses(path)]
     assert offenders == [], "give the client (or the executor) a public method instead:\n" + "\n".join(offenders)
 
 
-def test_each_package_imports_only_the_ones_below_it():
+def _layering_offenders(package: Path) -> list[str]:
     offenders = []
-    for package, allowed in MAY_IMPORT.items():
-        for path in _modules(package):
-            for line, imported in _imported_packages(path):
-                if imported in MAY_IMPORT and imported != package and imported not in allowed:
-                    offenders.append(f"{path.relative_to(PACKAGE)}:{line} imports {imported}")
-    assert offenders == [], "repl → server → client, never back:\n" + "\n".join(offenders)
+    for folder, allowed in MAY_IMPORT.items():
+        for path in sorted((package / folder).rglob("*.py")):
+            for line, imported in _imported_packages(path, package):
+                if imported in MAY_IMPORT and imported != folder and imported not in allowed:
+                    offenders.append(f"{path.relative_to(package)}:{line} imports {imported}")
+    return offenders
+
+
+def test_each_package_imports_only_the_ones_below_it():
+    offenders = _layering_offenders(PACKAGE)
+    assert offenders == [], "front ends → core → server → client, never back or sideways:\n" + "\n".join(offenders)
+
+
+def test_a_front_end_that_imports_another_is_caught(tmp_path):
+    """The notebook once stood on the REPL (38 imports): each such import fails the rule, as one of the core
+    importing a front end does."""
+    for folder, source in {"notebook": "from ..repl.shell import run_shell\n",
+                           "repl": "import sparkscope.notebook.magics\n",
+                           "cli": "from ..notebook import kernel\n",
+                           "core": "from ..repl import app\n"}.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "borrowing.py").write_text(source)
+    assert sorted(_layering_offenders(tmp_path)) == ["cli/borrowing.py:1 imports notebook",
+                                                     "core/borrowing.py:1 imports repl",
+                                                     "notebook/borrowing.py:1 imports repl",
+                                                     "repl/borrowing.py:1 imports notebook"]
 
 
 def test_the_sdk_starts_and_signals_no_process():
@@ -137,10 +161,10 @@ def test_no_folder_holds_more_than_15_modules():
 
 
 def test_the_sdk_quotes_no_repl_command():
-    """The SDK's messages and hints speak Python; the REPL's wording lives in repl/hints.py."""
+    """The SDK's messages and hints speak Python; the REPL's wording lives in core/hints.py."""
     import re
 
-    from sparkscope.repl.commands.listing import REGISTRY
+    from sparkscope.core.commands.listing import REGISTRY
 
     assert len(REGISTRY.names()) > 20
     names = "|".join(sorted(REGISTRY.names(), key=len, reverse=True))

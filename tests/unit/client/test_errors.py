@@ -18,7 +18,7 @@ def test_translate_keeps_one_line_and_the_error_class():
     assert str(err) == ("The table `t` cannot be found. Check the name with spark.sql('SHOW TABLES'), or start the "
                         "query that creates it.")
     assert err.error_class == "TABLE_OR_VIEW_NOT_FOUND" and err.code == "table_not_found"
-    from sparkscope.repl.output.render import error_line
+    from sparkscope.core.rendering.render import error_line
 
     assert error_line(err) == ("error: The table `t` cannot be found. Check the name with :sql SHOW TABLES, or start "
                                "the query that creates it.")
@@ -49,7 +49,7 @@ def test_a_sql_syntax_error_loses_spark_position_noise():
 
 def test_a_query_name_in_use_says_which_and_what_to_do():
     from sparkscope.client.errors import translate
-    from sparkscope.repl.output.render import error_line
+    from sparkscope.core.rendering.render import error_line
 
     class IllegalArgumentException(Exception):
         pass

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from sparkscope.client.errors import Cancelled, DeadlineExceeded, ServerOutOfMemory, translate
-from sparkscope.repl.hints import repl_text
+from sparkscope.core.hints import repl_text
 
 METHOD = "/spark.connect.SparkConnectService/ExecutePlan"
 

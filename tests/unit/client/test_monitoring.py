@@ -11,9 +11,9 @@ from sparkscope.client.monitoring.alerts import AlertRules
 from sparkscope.client.errors import ConfigError
 from sparkscope.client.monitoring.monitor import Event, Track
 from sparkscope.client.monitoring.progress import Progress, write_history
-from sparkscope.repl.output.charts import compact, line_chart, sparkline
-from sparkscope.repl.output.render import progress_charts, render_table
-from sparkscope.repl.output.results import Table
+from sparkscope.core.rendering.charts import compact, line_chart, sparkline
+from sparkscope.core.rendering.render import progress_charts, render_table
+from sparkscope.core.rendering.results import Table
 
 
 def progress(batch, rows=100, inp=100.0, proc=100.0, duration=500, dropped=0, name="q", watermark=None,
@@ -169,7 +169,7 @@ def test_export_bad_paths(tmp_path, name, message):
 
 
 def test_wide_tables_fit_the_terminal():
-    from sparkscope.repl.commands.streams import PROGRESS_COLUMNS
+    from sparkscope.core.commands.streams import PROGRESS_COLUMNS
 
     table = Table(PROGRESS_COLUMNS, [["counts", 6, "15:55:24.025", 20, "1,666.7", "24.8", "806 ms", "-", 2, 0]])
     assert max(len(line) for line in render_table(table, width=120).splitlines()) <= 120
@@ -242,7 +242,7 @@ def test_a_track_keeps_ten_minutes_of_batches_and_at_most_two_megabytes_of_their
 def test_a_console_tail_cuts_a_window_as_spark_shows_it_not_as_a_python_dict():
     import datetime as dt
 
-    from sparkscope.repl.output.live import _cut
+    from sparkscope.core.rendering.live import _cut
 
     window = {"start": dt.datetime(2026, 11, 25, 12, 50), "end": dt.datetime(2026, 11, 25, 12, 50, 2)}
     assert _cut(window, 20) == "{2026-11-25 12:50..."  # Spark's console sink: 17 characters and '...'

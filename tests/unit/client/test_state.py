@@ -113,7 +113,7 @@ def test_a_value_with_a_ttl_and_a_timer_are_flattened_with_their_times():
 
 
 def test_the_late_chart_plots_the_watermark_after_the_first_event_and_none_before_it_moves():
-    from sparkscope.repl.output.charts import watermark_chart_lines
+    from sparkscope.core.rendering.charts import watermark_chart_lines
 
     assert watermark_chart_lines([p(0, "1970-01-01T00:00:00.000Z"), p(1, "2018-03-02T10:13:00.000Z")], 60) == []
     history = [p(0, "1970-01-01T00:00:00.000Z"), p(1, "2018-03-02T10:13:00.000Z"),

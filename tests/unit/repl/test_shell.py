@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_completion_never_reads_properties_or_calls_dir_on_instances():
-    from sparkscope.repl.prompt.shell import python_matches
+    from sparkscope.repl.shell import python_matches
 
     class Remote:
         rpcs = 0
@@ -39,7 +39,7 @@ def test_completing_while_the_connecting_thread_imports_pyspark_offers_names_and
     from prompt_toolkit.document import Document
 
     from sparkscope.client.queries.dataframes import is_dataframe
-    from sparkscope.repl.prompt.shell import ShellCompleter
+    from sparkscope.repl.shell import ShellCompleter
 
     monkeypatch.setitem(sys.modules, "pyspark.sql.connect.dataframe", types.ModuleType("half_imported"))
     assert is_dataframe(object()) is False

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from sparkscope.client.connection.remote import Target
-from sparkscope.repl.prompt.terminal import reattach_command
+from sparkscope.core.terminal import reattach_command
 
 
 @pytest.mark.parametrize("target, tail", [
@@ -42,7 +42,7 @@ def test_a_profile_reattaches_by_its_name():
 def test_output_above_a_dumb_terminals_prompt_starts_a_line_and_the_prompt_comes_again():
     import io
 
-    from sparkscope.repl.prompt.terminal import AbovePlainPrompt
+    from sparkscope.repl.terminal_io import AbovePlainPrompt
 
     screen = io.StringIO()
     proxy = AbovePlainPrompt(screen, lambda: "sparkscope> spa")
@@ -63,7 +63,7 @@ def test_a_ctrl_d_typed_between_prompts_is_found_and_a_typed_ahead_line_is_left(
     import os
     import pty
 
-    from sparkscope.repl.prompt.terminal import eof_typed_ahead
+    from sparkscope.repl.terminal_io import eof_typed_ahead
 
     master, slave = pty.openpty()  # a new pty is in canonical mode, as the terminal is between prompts
     try:

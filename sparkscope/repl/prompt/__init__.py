@@ -1,1 +1,0 @@
-"""The prompt: prompt-toolkit's session, completion, highlighting, statements, the terminal."""

@@ -36,7 +36,7 @@ def dashboard_for(monitor):
     from prompt_toolkit.input import DummyInput
     from prompt_toolkit.output import DummyOutput
 
-    from sparkscope.repl.output.dashboard import Dashboard
+    from sparkscope.core.rendering.dashboard import Dashboard
 
     return Dashboard(monitor, None, lambda name: "", output=DummyOutput(), input=DummyInput())
 

@@ -28,7 +28,7 @@ RUNS = 7
 def main() -> None:
     import sparkscope
     from pyspark.sql import SparkSession
-    from sparkscope.repl.executor import Executor
+    from sparkscope.core.executor import Executor
 
     with tempfile.TemporaryDirectory() as scratch, private_server() as url:
         ss = sparkscope.connect(url)

@@ -34,6 +34,37 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {redact(message)}. Run '{self.prog} --help' for usage.\n")
 
 
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where to connect: the flags the command line and a notebook's `%sparkscope` share."""
+    parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
+    parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
+    parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
+    parser.add_argument("--reattach", action="store_true",
+                        help="rejoin your most recent session on the server whose queries still run")
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """A parser inside a running program (a notebook's magic): a bad flag is a UsageError, never an exit."""
+
+    def __init__(self, usage_hint: str, **kwargs: Any):
+        super().__init__(add_help=False, **kwargs)
+        self.usage_hint = usage_hint
+
+    def error(self, message: str):
+        from ..client.secrets import redact
+        from .commands.registry import UsageError
+
+        raise UsageError(f"{self.prog}: {redact(message)}", self.usage_hint)
+
+
+def connection_parser(prog: str, usage_hint: str) -> argparse.ArgumentParser:
+    """The connection flags alone, as `prog` takes them: `%sparkscope --remote sc://…` reads them as
+    `sparkscope --remote sc://…` does; a bad one raises a UsageError whose hint is `usage_hint`."""
+    parser = _RaisingParser(usage_hint, prog=prog)
+    add_connection_arguments(parser)
+    return parser
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: the subcommands' parsers are built only when argv may name one (or asks for
     help), since the REPL's prompt waits for the parser."""
@@ -41,11 +72,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="sparkscope", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A terminal REPL and SDK for Spark Structured Streaming over Spark Connect.",
         epilog=EXAMPLES)
-    parser.add_argument("--remote", metavar="URL", help="Spark Connect URL, sc://host:port[/;token=…]")
-    parser.add_argument("--profile", metavar="NAME", help="a [profiles.NAME] entry of the config file")
-    parser.add_argument("--session-id", metavar="UUID", help="reattach to an existing server session")
-    parser.add_argument("--reattach", action="store_true",
-                        help="rejoin your most recent session on the server whose queries still run")
+    add_connection_arguments(parser)
     parser.add_argument("--port", type=_port, metavar="N",
                         help="port of the embedded local server (default 15002, or the next free one)")
     parser.add_argument("-c", dest="commands", metavar="TEXT", action="append",

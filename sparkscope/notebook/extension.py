@@ -6,26 +6,25 @@ from __future__ import annotations
 from typing import Any
 
 from .kernel import Notebook
-from .magics import Magics
+from .magics import TakenMagics, register
 from .streams import NotebookDisplay
 
-_loaded: dict[int, tuple[Notebook, Magics]] = {}  # one per IPython shell
+_loaded: dict[int, tuple[Notebook, TakenMagics]] = {}  # one per IPython shell
 
 
 def load(shell: Any) -> None:
     if id(shell) in _loaded:
         return
     notebook = Notebook(shell)
-    magics = Magics(notebook)
-    magics.register()
+    taken = register(shell, notebook)
     notebook.load(display=NotebookDisplay(notebook))
-    _loaded[id(shell)] = (notebook, magics)
+    _loaded[id(shell)] = (notebook, taken)
 
 
 def unload(shell: Any) -> None:
     """Everything load put in the shell, taken away, and what it replaced, given back; a later load starts anew."""
     loaded = _loaded.pop(id(shell), None)
     if loaded is not None:
-        notebook, magics = loaded
-        magics.unregister()
+        notebook, taken = loaded
+        taken.give_back()
         notebook.unload()

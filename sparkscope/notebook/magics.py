@@ -1,7 +1,9 @@
-"""The REPL's colon commands as IPython magics, with the same words and flags: `%start counts`, `%peek counts --order
-bucket`, `%%sql` for a cell of SQL, `%fs ls /tmp`. A name IPython already has (`%ls`) stays IPython's: `%sparkscope ls`
-runs the command instead, as `%sparkscope` runs any of them. `%watch` and `%tail` follow queries in their cell
-(streams.py); `%help` lists the magics. Tab completes the magics' options and the names of the queries."""
+"""The REPL's colon commands as IPython magics, with the same words and flags, in one IPython `Magics` class per
+concern: CommandMagics (`%start counts`, `%peek counts --order bucket`; `%watch` and `%tail` follow queries in their
+cell, streams.py; `%help` lists the magics), SessionMagics (`%sparkscope`: its connection flags read by the command
+line's own parser, or any command by its name) and DatabricksMagics (`%%sql` for a cell of SQL, `%fs ls /tmp`). A name
+IPython already has (`%ls`) stays IPython's: `%sparkscope ls` runs the command instead. Tab completes the magics'
+options and the names of the queries. TakenMagics gives back, on unload, whatever they took."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
 from ..core.commands.listing import REGISTRY
 from ..core.commands.registry import UsageError
 from ..core.rendering.results import Block, Table
+from ..core.arguments import connection_parser
 from ..core.commands.completion import command_candidates
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,52 +52,69 @@ def databricks_cell(lines: list[str]) -> list[str]:
     return [head] + ([first + "\n"] if first else []) + lines[1:]
 
 
-class Magics:
-    def __init__(self, notebook: Notebook):
-        self.notebook = notebook
-        self._replaced: dict[tuple[str, str], Any] = {}  # (kind, name) -> the magic that was there (None: none)
-        self._completers: dict[str, Any] = {}  # %name -> our completer, registered in IPython's dispatcher
+class TakenMagics:
+    """What sparkscope's magics take of the shell: each name's magic before them (None: there was none), said in one
+    line when there was one, and given back on unload, with the completers and the input transformer they added."""
 
-    def register(self) -> None:
-        """The magics in the shell. A name IPython or another extension has as a line magic stays theirs (ours is
-        %sparkscope NAME); %%sql, %sparkscope and %fs take the place of any magic of their name, each said in one
-        line, and unregister gives it back."""
-        shell = self.notebook.shell
+    def __init__(self, shell: Any):
+        self.shell = shell
+        self._before: dict[tuple[str, str], Any] = {}  # (kind, name) -> the magic that was there (None: none)
+        self._registered: list[CommandMagics | SessionMagics | DatabricksMagics] = []
+
+    def register(self, magics: CommandMagics | SessionMagics | DatabricksMagics) -> None:
+        table = self.shell.magics_manager.magics
+        for kind, functions in magics.magics.items():
+            for name in functions:
+                before = table[kind].get(name)
+                self._before[(kind, name)] = before
+                if before is not None:
+                    print(f"note: sparkscope's {'%%' if kind == 'cell' else '%'}{name} takes the place of the one "
+                          f"{_origin(before)} gave (%unload_ext sparkscope gives it back)")
+        self.shell.register_magics(magics)
+        self._registered.append(magics)
+
+    def give_back(self) -> None:
+        table = self.shell.magics_manager.magics
+        for (kind, name), before in self._before.items():
+            if before is None:
+                table[kind].pop(name, None)
+            else:
+                table[kind][name] = before
+        for magics in self._registered:
+            if self.shell.magics_manager.registry.get(type(magics).__name__) is magics:
+                del self.shell.magics_manager.registry[type(magics).__name__]
+            magics.taken_away()
+        self._before.clear()
+        self._registered.clear()
+
+
+@magics_class
+class CommandMagics(Magics):
+    """The colon commands as line magics with the same words and flags (%start, %peek …), each completing its
+    options and the names of the queries. A name the shell already has (%ls) stays the shell's: %sparkscope NAME
+    runs ours."""
+
+    def __init__(self, shell: Any, notebook: Notebook):
+        super().__init__(shell)
+        self.ipython = shell  # the shell, never None (Magics.shell may be)
+        self.notebook = notebook
+        self._completers: dict[str, Any] = {}  # %name -> our completer, registered in IPython's dispatcher
         taken = set(shell.magics_manager.magics["line"])
         for name in REGISTRY.names():
             if name in NOT_HERE:
                 continue
             if name in taken:  # IPython's own (%ls): ours is %sparkscope ls
-                self.notebook.magic_names[name] = f"%sparkscope {name}"
+                notebook.magic_names[name] = f"%sparkscope {name}"
                 continue
-            self._add(self._line(name), "line", name)
-            self.notebook.magic_names[name] = f"%{name}"
+            self.magics["line"][name] = self._line(name)
+            notebook.magic_names[name] = f"%{name}"
             completer = self._completer(name)
             self._completers[f"%{name}"] = completer
             shell.set_hook("complete_command", completer, str_key=f"%{name}")
-        self._add(self.sparkscope, "line", "sparkscope")
-        self._add(self.sql_cell, "cell", "sql")
-        self._add(self.fs, "line", "fs")
-        shell.input_transformers_cleanup.append(databricks_cell)
 
-    def _add(self, function: Any, kind: str, name: str) -> None:
-        shell = self.notebook.shell
-        before = shell.magics_manager.magics[kind].get(name)
-        self._replaced[(kind, name)] = before
-        if before is not None:
-            print(f"note: sparkscope's {'%%' if kind == 'cell' else '%'}{name} takes the place of the one "
-                  f"{_origin(before)} gave (%unload_ext sparkscope gives it back)")
-        shell.register_magic_function(function, kind, name)
-
-    def unregister(self) -> None:
-        """Every magic, completer and input transformer register added, taken away; each magic it replaced, back."""
-        shell = self.notebook.shell
-        for (kind, name), before in self._replaced.items():
-            if before is None:
-                shell.magics_manager.magics[kind].pop(name, None)
-            else:
-                shell.magics_manager.magics[kind][name] = before
-        dispatcher = shell.strdispatchers.get("complete_command")
+    def taken_away(self) -> None:
+        """Its completers out of IPython's dispatcher."""
+        dispatcher = self.ipython.strdispatchers.get("complete_command")
         for key, completer in self._completers.items():
             chain = dispatcher.strs.get(key) if dispatcher is not None else None
             if chain is None:
@@ -101,8 +123,6 @@ class Magics:
                            if getattr(hook, "__func__", hook) is not completer]
             if not chain.chain:
                 del dispatcher.strs[key]
-        if databricks_cell in shell.input_transformers_cleanup:
-            shell.input_transformers_cleanup.remove(databricks_cell)
 
     def _line(self, name: str) -> Any:
         def magic(line: str) -> None:
@@ -140,43 +160,6 @@ class Magics:
             return
         self.notebook.executor.run(f":{name} {line}".rstrip())
 
-    def sparkscope(self, line: str) -> None:
-        """%sparkscope --remote URL connects there; %sparkscope COMMAND … runs any command."""
-        words = line.split(None, 1)
-        if words and not words[0].startswith("-"):
-            name = words[0].lstrip(":")
-            if name in NOT_HERE:
-                print("A notebook's session ends with its kernel (its queries run on): shut the kernel down to "
-                      "leave", file=sys.stderr)
-                return
-            self.run(name, words[1] if len(words) > 1 else "")
-            return
-        try:
-            remote, profile, session_id, reattach = _connect_flags(line)
-        except UsageError as exc:
-            self.notebook.executor.report(exc)
-            return
-        if remote is None and profile is None and session_id is None and not reattach:
-            self.run("session", "")
-            return
-        try:
-            self.notebook.connect(remote, profile, session_id, reattach)
-        except Exception as exc:
-            self.notebook.executor.report(exc)
-
-    def sql_cell(self, line: str, cell: str) -> None:
-        """%%sql: the cell's SQL, as :sql runs it, reaching Spark exactly as written (its comments, line breaks and
-        the spaces inside its literals)."""
-        statement = f"{line}\n{cell}".strip()
-        if not statement:
-            self.notebook.executor.report(UsageError("%%sql needs a statement", "e.g. SELECT * FROM counts"))
-            return
-        self.notebook.executor.run_command(f":sql {statement}")
-
-    def fs(self, line: str) -> None:
-        """%fs ls|head|mkdirs|rm|cp|mv|put …, as in the REPL (dbutils.fs over this machine's files)."""
-        self.notebook.executor.run(f"%fs {line}")
-
     def help_table(self) -> Table:
         rows = [[self.notebook.magic_names[name], self.notebook.spell(IN_A_CELL.get(name, command.summary))]
                 for name, command in sorted(REGISTRY.commands.items()) if name in self.notebook.magic_names]
@@ -210,6 +193,84 @@ class Magics:
         return sorted(k for k, v in list(self.notebook.shell.user_ns.items()) if is_dataframe(v) and not k.startswith("_"))
 
 
+@magics_class
+class SessionMagics(Magics):
+    """%sparkscope: connect (its flags are the command line's), show the session, or run any command by its name."""
+
+    def __init__(self, shell: Any, notebook: Notebook, commands: CommandMagics):
+        super().__init__(shell)
+        self.notebook = notebook
+        self.commands = commands
+        self.flags = connection_parser("%sparkscope", f"Usage: {SPARKSCOPE_USAGE}")
+
+    def taken_away(self) -> None:
+        """Nothing to take away but its magic, which TakenMagics gives back."""
+
+    @line_magic
+    def sparkscope(self, line: str) -> None:
+        """%sparkscope --remote URL connects there; %sparkscope COMMAND … runs any command."""
+        words = line.split(None, 1)
+        if words and not words[0].startswith("-"):
+            name = words[0].lstrip(":")
+            if name in NOT_HERE:
+                print("A notebook's session ends with its kernel (its queries run on): shut the kernel down to "
+                      "leave", file=sys.stderr)
+                return
+            self.commands.run(name, words[1] if len(words) > 1 else "")
+            return
+        try:
+            flags = self.flags.parse_args(_words(line))
+        except UsageError as exc:
+            self.notebook.executor.report(exc)
+            return
+        if flags.remote is None and flags.profile is None and flags.session_id is None and not flags.reattach:
+            self.commands.run("session", "")
+            return
+        try:
+            self.notebook.connect(flags.remote, flags.profile, flags.session_id, flags.reattach)
+        except Exception as exc:
+            self.notebook.executor.report(exc)
+
+
+@magics_class
+class DatabricksMagics(Magics):
+    """What a Databricks notebook has: %%sql (and a first line `%sql` with SQL below it), %md, %python, and %fs."""
+
+    def __init__(self, shell: Any, notebook: Notebook):
+        super().__init__(shell)
+        self.ipython = shell
+        self.notebook = notebook
+        shell.input_transformers_cleanup.append(databricks_cell)
+
+    def taken_away(self) -> None:
+        if databricks_cell in self.ipython.input_transformers_cleanup:
+            self.ipython.input_transformers_cleanup.remove(databricks_cell)
+
+    @cell_magic("sql")  # type: ignore[arg-type]  # IPython types the decorator factory as taking no method
+    def sql_cell(self, line: str, cell: str) -> None:
+        """%%sql: the cell's SQL, as :sql runs it, reaching Spark exactly as written (its comments, line breaks and
+        the spaces inside its literals)."""
+        statement = f"{line}\n{cell}".strip()
+        if not statement:
+            self.notebook.executor.report(UsageError("%%sql needs a statement", "e.g. SELECT * FROM counts"))
+            return
+        self.notebook.executor.run_command(f":sql {statement}")
+
+    @line_magic
+    def fs(self, line: str) -> None:
+        """%fs ls|head|mkdirs|rm|cp|mv|put …, as in the REPL (dbutils.fs over this machine's files)."""
+        self.notebook.executor.run(f"%fs {line}")
+
+
+def register(shell: Any, notebook: Notebook) -> TakenMagics:
+    """Every magic of sparkscope's in the shell; what they took, to give back."""
+    taken = TakenMagics(shell)
+    commands = CommandMagics(shell, notebook)
+    for magics in (commands, SessionMagics(shell, notebook, commands), DatabricksMagics(shell, notebook)):
+        taken.register(magics)
+    return taken
+
+
 def _origin(magic: Any) -> str:
     """Who gave a magic, in words: the module of its Magics class (another extension) or of its function."""
     owner = getattr(magic, "__self__", None)
@@ -217,28 +278,9 @@ def _origin(magic: Any) -> str:
     return f"{module.split('.')[0]}" if module else "another extension"
 
 
-def _connect_flags(line: str) -> tuple[str | None, str | None, str | None, bool]:
+def _words(line: str) -> list[str]:
+    """A magic's line as a shell splits it; an unclosed quote is a UsageError."""
     try:
-        words = shlex.split(line)
+        return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"%sparkscope cannot read {line!r} ({exc})", "Close the quote") from None
-    values: dict[str, str] = {}
-    reattach = False
-    index = 0
-    while index < len(words):
-        word = words[index]
-        key, eq, given = word.partition("=")
-        if key == "--reattach" and not eq:
-            reattach = True
-        elif key in ("--remote", "--profile", "--session-id"):
-            if not eq:
-                index += 1
-                if index >= len(words):
-                    raise UsageError(f"{key} needs a value", f"Usage: {SPARKSCOPE_USAGE}")
-                given = words[index]
-            values[key] = given
-        else:
-            raise UsageError(f"%sparkscope does not know {word}", f"Usage: {SPARKSCOPE_USAGE}")
-        index += 1
-    return values.get("--remote"), values.get("--profile"), values.get("--session-id"), reattach
-

@@ -211,3 +211,29 @@ def test_pyspark_s_own_warnings_stay_quiet_while_loaded_and_speak_again_after(ba
         pyspark_warns("[RETRIES_EXCEEDED] The maximum number of retries has been exceeded.")
         assert [str(w.message) for w in caught] == ["[RETRIES_EXCEEDED] The maximum number of retries has been "
                                                     "exceeded."]
+
+
+def test_sparkscope_reads_its_flags_with_the_command_line_s_parser_and_a_bad_one_is_one_line(shell, capsys):
+    shell.run_line_magic("sparkscope", "--bogus")
+    shell.run_line_magic("sparkscope", "--remote")
+    shell.run_line_magic("sparkscope", "--remote 'sc://unclosed")
+    said = capsys.readouterr()
+    assert (said.out + said.err).strip().splitlines() == [
+        "error: %sparkscope: unrecognized arguments: --bogus. Usage: %sparkscope [--remote sc://HOST:PORT] [--profile "
+        "NAME] [--session-id ID] [--reattach], or %sparkscope COMMAND [ARGS…].",
+        "error: %sparkscope: argument --remote: expected one argument. Usage: %sparkscope [--remote sc://HOST:PORT] "
+        "[--profile NAME] [--session-id ID] [--reattach], or %sparkscope COMMAND [ARGS…].",
+        "error: %sparkscope cannot read \"--remote 'sc://unclosed\" (No closing quotation). Close the quote."]
+    assert not _notebook(shell).executor.holder.started
+
+
+def test_the_magics_are_ipython_magics_classes_one_per_concern_and_go_with_unload(bare_shell):
+    bare_shell.run_line_magic("load_ext", "sparkscope")
+    registry = bare_shell.magics_manager.registry
+    assert {"CommandMagics", "SessionMagics", "DatabricksMagics"} <= set(registry)
+    line, cell = bare_shell.magics_manager.magics["line"], bare_shell.magics_manager.magics["cell"]
+    assert line["peek"] is registry["CommandMagics"].magics["line"]["peek"]
+    assert line["sparkscope"].__self__ is registry["SessionMagics"]
+    assert cell["sql"].__self__ is registry["DatabricksMagics"] and line["fs"].__self__ is registry["DatabricksMagics"]
+    bare_shell.run_line_magic("unload_ext", "sparkscope")
+    assert not {"CommandMagics", "SessionMagics", "DatabricksMagics"} & set(registry)

@@ -21,9 +21,9 @@ from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .deprecation import callers_level, renamed_arguments
 from .logs import log, swallowed
-from .errors import (AuthenticationFailed, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable,
-                     SparkscopeError, UnsupportedOperation, call, explain_unreachable, session_changed, session_closed,
-                     translate, translated)
+from .errors import AuthenticationFailed, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable, SparkscopeError, UnsupportedOperation, session_changed, session_closed
+from .error_reading import call, translate, translated
+from .error_causes import explain_unreachable
 from .connection.credentials import channel_credentials
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink

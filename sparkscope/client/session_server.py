@@ -8,7 +8,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import SparkscopeError, call
+from .errors import SparkscopeError
+from .error_reading import call
 from .logs import swallowed
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -13,7 +13,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..client.errors import Cancelled, SparkscopeError, translate, translated
+from ..client.errors import Cancelled, SparkscopeError
+from ..client.error_reading import translate, translated
 from ..client.logs import swallowed
 from ..client.secrets import redact
 from .leaving import Leave

@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..client.errors import translate
+from ..client.error_reading import translate
 from ..client.queries.dataframes import is_dataframe
 
 

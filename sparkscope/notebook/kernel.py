@@ -26,7 +26,8 @@ import warnings
 from collections.abc import Callable, Container
 from typing import Any, TextIO, cast
 
-from ..client.errors import SparkscopeError, translate
+from ..client.errors import SparkscopeError
+from ..client.error_reading import translate
 from ..client.logs import swallowed
 from ..client.secrets import redact
 from ..core.commands.registry import UsageError

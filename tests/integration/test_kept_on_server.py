@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkscope.client.errors import SparkscopeError, call
+from sparkscope.client.errors import SparkscopeError
+from sparkscope.client.error_reading import call
 from sparkscope.client.queries.bounded_sink import SINK_CLASS
 from sparkscope.client.queries.memory_source import WRITER
 from tests.helpers import wait_for

@@ -121,7 +121,7 @@ def test_invalid_mode_trigger_and_sink(ss, tmp_path):
 
 
 def test_batch_only_operations_on_a_stream_are_translated(ss):
-    from sparkscope.client.errors import translate
+    from sparkscope.client.error_reading import translate
 
     stream = ss.source.rate(1)
     with pytest.raises(Exception) as raw:

@@ -10,7 +10,8 @@ from .._pyspark import plan_bytes, plan_fields
 from .. import delete_guard
 from .checkpoints import kept_because
 from .records import ACTIVE, LOST, STOPPED, Catalog, Record, replay_problem
-from ..errors import ConfigError, UnsupportedOperation, call
+from ..errors import ConfigError, UnsupportedOperation
+from ..error_reading import call
 from ..logs import log, swallowed
 from ..connection.remote import Target
 

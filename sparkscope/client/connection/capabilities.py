@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Cancelled, python_probe_failure, translate, translated
+from ..errors import Cancelled
+from ..error_reading import python_probe_failure, translate, translated
 from ..logs import log, swallowed
 from ..paths import write_private
 from .._pyspark import client_version, version_tuple

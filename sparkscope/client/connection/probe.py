@@ -14,7 +14,8 @@ from typing import Any
 
 from .._pyspark import connect_service
 from .credentials import channel_credentials
-from ..errors import AuthenticationFailed, ConnectionFailed, answered_not_grpc, certificate_untrusted, jar_error
+from ..errors import AuthenticationFailed, ConnectionFailed
+from ..error_reading import answered_not_grpc, certificate_untrusted, jar_error
 from .remote import Target
 
 

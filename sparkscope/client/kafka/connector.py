@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ConfigError, UnsupportedOperation, missing_data_source
+from ..errors import ConfigError, UnsupportedOperation
+from ..error_reading import missing_data_source
 from . import SOURCE_NAME
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10"

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ..logs import swallowed
 from .progress import Progress
-from ..errors import summarise_error
+from ..error_reading import summarise_error
 from ..connection.remote import Target
 
 HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigger

@@ -21,7 +21,8 @@ from typing import Any
 from .._pyspark import ListenerBus
 from ..deadline import within
 from ..logs import log, swallowed
-from ..errors import SparkscopeError, cause_at
+from ..errors import SparkscopeError
+from ..error_causes import cause_at
 from ..connection.probe import try_probe
 from .progress import Progress
 from .events import HISTORY_SIZE, Event, Track, TrackBook, WatchedSession

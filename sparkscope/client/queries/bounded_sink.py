@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import translated
+from ..error_reading import translated
 from ..monitoring.progress import Latency
 from .event_time import EVENT_COLUMN
 from .planning import Retention

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._pyspark import plan_fields
-from ..errors import ConfigError, translated
+from ..errors import ConfigError
+from ..error_reading import translated
 from .planning import parse_grace
 from .server_jar import PACKAGE, ServerJar
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._pyspark import query_explain_string
 from ..catalog.checkpoints import WRITE_FAILURES, Resumption, no_space_at
-from ..errors import (QueryFailed, SparkscopeError, UnsupportedOperation, call, summarise_error,
-                      session_closed, translate)
+from ..errors import QueryFailed, SparkscopeError, UnsupportedOperation, session_closed
+from ..error_reading import call, summarise_error, translate
 from .planning import Retention, Trigger
 from ..logs import swallowed
 from ..monitoring.progress import Progress

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .._pyspark import first_column
-from ..errors import UnsupportedOperation, missing_data_source, translate, translated
+from ..errors import UnsupportedOperation
+from ..error_reading import missing_data_source, translate, translated
 
 JAR = Path(__file__).resolve().parent.parent.parent / "jars" / "sparkscope.jar"
 PROTOCOL = 3

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink
 from .._pyspark import explain_string
-from ..errors import (ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation, call, translate,
-                      translated)
+from ..errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation
+from ..error_reading import call, translate, translated
 from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, translate, translated
+from ..errors import ConfigError
+from ..error_reading import translate, translated
 from ..paths import for_server
 from .memory_source import MemorySource
 from .server_jar import ServerJar

@@ -21,7 +21,8 @@ from .. import delete_guard
 from ..catalog.checkpoints import (Resumption, clear_cut_off_first_batch, committed_batch, made_by_sparkscope,
                                    make_fresh)
 from ..kafka.connector import is_kafka, reads_own_source
-from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation, call, translate, translated
+from ..errors import CatalogError, ConfigError, SparkscopeError, UnsupportedOperation
+from ..error_reading import call, translate, translated
 from ..logs import log, swallowed
 from ..paths import for_server
 from .planning import (BOUNDED, FILE_SINKS, Retention, Trigger, check_name, check_sink, choose_mode, default_sink,

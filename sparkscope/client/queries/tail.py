@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import SparkscopeError, UnsupportedOperation, translate
+from ..errors import SparkscopeError, UnsupportedOperation
+from ..error_reading import translate
 from ..monitoring.monitor import Event
 from .._pyspark.arrow import fetch
 from ..rows import Rows

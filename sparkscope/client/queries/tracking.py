@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..catalog import durable
 from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
 from ..deadline import within
-from ..errors import QueryNotFound, call, translated
+from ..errors import QueryNotFound
+from ..error_reading import call, translated
 from ..logs import log, swallowed
 from . import bounded_sink
 from .planning import BOUNDED, FILE_SINKS, parse_keep, parse_trigger

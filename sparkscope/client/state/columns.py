@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import call
+from ..error_reading import call
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

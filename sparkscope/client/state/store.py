@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.records import Catalog
-from ..errors import ConfigError, QueryNotFound, UnsupportedOperation, call, state_unreadable, translate
+from ..errors import ConfigError, QueryNotFound, UnsupportedOperation
+from ..error_reading import call, state_unreadable, translate
 from .columns import flatten_change, flattened_columns
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -8,7 +8,8 @@ import contextlib
 import re
 from collections.abc import Callable
 
-from ...client.errors import SparkscopeError, call
+from ...client.errors import SparkscopeError
+from ...client.error_reading import call
 from .streams import int_option
 from .registry import Arg, Complete, Options, Tail, UsageError, command, flag, key_value, valued
 from ..rendering.render import age, busy_tasks, short_id, size

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation, call
+from ...client.errors import QueryNotFound, SparkscopeError, UnsupportedOperation
+from ...client.error_reading import call
 from ...client.queries.dataframes import is_dataframe
 from ...client.monitoring.progress import Progress, batches_run, write_history
 from ...client.queries.planning import MODES, SINKS

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...client import _pyspark
 from ...client.connection.remote import LOCAL_HOSTS, parse_url
-from ...client.errors import translate
+from ...client.error_reading import translate
 from ...client.logs import swallowed
 from .user_code import current
 

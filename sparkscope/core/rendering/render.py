@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ...client.errors import translate
+from ...client.error_reading import translate
 from ..hints import repl_text
 from ...client.rows import MapValue
 from .results import Block, Message, Result, Table

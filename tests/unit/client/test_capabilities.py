@@ -11,7 +11,8 @@ import pytest
 
 from sparkscope.client.connection.capabilities import (CLIENT_PYTHON, CONNECT_PACKAGES, KAFKA_PACKAGES, Capabilities,
                                             KnownServers, ServerPython, minor, python_failure)
-from sparkscope.client.errors import QueryFailed, SparkscopeError, UnsupportedOperation, translate
+from sparkscope.client.errors import QueryFailed, SparkscopeError, UnsupportedOperation
+from sparkscope.client.error_reading import translate
 from sparkscope.client.kafka.connector import admission_control
 
 EVERYTHING = {name: "1.0" for name in (*CONNECT_PACKAGES, *KAFKA_PACKAGES)}

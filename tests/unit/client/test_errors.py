@@ -6,7 +6,7 @@ import pytest
 
 
 
-from sparkscope.client.errors import translate
+from sparkscope.client.error_reading import translate
 
 
 def test_translate_keeps_one_line_and_the_error_class():
@@ -48,7 +48,7 @@ def test_a_sql_syntax_error_loses_spark_position_noise():
 
 
 def test_a_query_name_in_use_says_which_and_what_to_do():
-    from sparkscope.client.errors import translate
+    from sparkscope.client.error_reading import translate
     from sparkscope.core.rendering.render import error_line
 
     class IllegalArgumentException(Exception):
@@ -75,7 +75,7 @@ _FOREIGN = ("[STREAM_FAILED] Query [id = 75426047-2ac2-4193-b8d8-02e3e6d87b11, r
 def test_a_query_that_read_another_query_s_checkpoint_is_named_as_such():
     from pyspark.errors import StreamingQueryException  # known by its class, as pyspark raises it
 
-    from sparkscope.client.errors import foreign_checkpoint, summarise_error
+    from sparkscope.client.error_reading import foreign_checkpoint, summarise_error
 
     assert foreign_checkpoint(_FOREIGN) == ("its checkpoint holds metadata it cannot read, written by another query "
                                             "with the same checkpointLocation")
@@ -135,7 +135,7 @@ def _analysis(text: str):
 
 
 def test_a_missing_data_source_is_known_by_its_condition():
-    from sparkscope.client.errors import missing_data_source
+    from sparkscope.client.error_reading import missing_data_source
 
     assert missing_data_source(_analysis(  # Spark 4.3's words, from a server without the Kafka connector
         "[KAFKA_DATA_SOURCE_NOT_ENABLED] Failed to find data source: kafka. Please deploy the application as per the "
@@ -153,7 +153,7 @@ def test_a_missing_data_source_is_known_by_its_condition():
 
 
 def test_a_state_reader_s_failure_says_whether_the_checkpoint_is_gone_or_kept_no_changelog():
-    from sparkscope.client.errors import state_unreadable
+    from sparkscope.client.error_reading import state_unreadable
 
     assert state_unreadable(_analysis(
         "[STDS_COMMITTED_BATCH_UNAVAILABLE] No committed batch found, checkpoint location: /tmp/cp. Ensure that the "
@@ -168,7 +168,7 @@ def test_a_state_reader_s_failure_says_whether_the_checkpoint_is_gone_or_kept_no
 
 
 def test_a_probe_of_the_server_s_python_says_what_stopped_it():
-    from sparkscope.client.errors import python_probe_failure
+    from sparkscope.client.error_reading import python_probe_failure
 
     assert python_probe_failure("[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.12 than that in "
                                 "driver: 3.11, PySpark cannot run with different minor versions.") == (
@@ -180,7 +180,8 @@ def test_a_probe_of_the_server_s_python_says_what_stopped_it():
 def test_an_embedded_server_s_out_of_memory_exit_explains_only_its_own_port():
     import grpc
 
-    from sparkscope.client.errors import ServerOutOfMemory, ServerUnreachable, explain_unreachable
+    from sparkscope.client.errors import ServerOutOfMemory, ServerUnreachable
+    from sparkscope.client.error_causes import explain_unreachable
 
     class Refused(grpc.RpcError):
         def __init__(self, port: int):
@@ -202,7 +203,7 @@ def test_an_embedded_server_s_out_of_memory_exit_explains_only_its_own_port():
 
 
 def test_a_peer_that_answers_but_not_in_http2_is_known_from_grpc_s_words():
-    from sparkscope.client.errors import answered_not_grpc, certificate_untrusted
+    from sparkscope.client.error_reading import answered_not_grpc, certificate_untrusted
 
     # gRPC 1.7x's details for `python3 -m http.server` behind sc://localhost:P
     assert answered_not_grpc("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:18777: "
@@ -219,7 +220,9 @@ def test_a_peer_that_answers_but_not_in_http2_is_known_from_grpc_s_words():
 ])
 def test_an_unreachable_server_is_explained_by_the_finder_of_its_port_whichever_address_grpc_names(words):
     """localhost is ::1 and 127.0.0.1: gRPC names whichever it tried last."""
-    from sparkscope.client.errors import ServerOutOfMemory, explain_unreachable, unreachable_cause
+    from sparkscope.client.errors import ServerOutOfMemory
+    from sparkscope.client.error_reading import unreachable_cause
+    from sparkscope.client.error_causes import explain_unreachable
 
     said = ServerOutOfMemory("The Spark server ran out of memory (Java heap space) and exited")
     forget = explain_unreachable(29125, lambda: said)
@@ -233,7 +236,7 @@ def test_an_unreachable_server_is_explained_by_the_finder_of_its_port_whichever_
 def test_the_callers_own_type_and_value_errors_pass_through_unchanged():
     from pyspark.sql.connect.functions import when
 
-    from sparkscope.client.errors import call
+    from sparkscope.client.error_reading import call
 
     with pytest.raises(ValueError, match="invalid literal for int") as raised:
         call(int, "ten")
@@ -248,7 +251,8 @@ def test_the_callers_own_type_and_value_errors_pass_through_unchanged():
 
 
 def test_a_failure_that_is_not_the_callers_own_argument_is_translated():
-    from sparkscope.client.errors import SparkscopeError, call
+    from sparkscope.client.errors import SparkscopeError
+    from sparkscope.client.error_reading import call
 
     def broken():
         raise RuntimeError("the server said no")

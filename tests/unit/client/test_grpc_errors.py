@@ -10,7 +10,8 @@ from concurrent import futures
 import grpc
 import pytest
 
-from sparkscope.client.errors import Cancelled, DeadlineExceeded, ServerOutOfMemory, translate
+from sparkscope.client.errors import Cancelled, DeadlineExceeded, ServerOutOfMemory
+from sparkscope.client.error_reading import translate
 from sparkscope.core.hints import repl_text
 
 METHOD = "/spark.connect.SparkConnectService/ExecutePlan"

@@ -24,7 +24,7 @@ org.apache.spark.SparkRuntimeException
 
 
 def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it_raised():
-    from sparkscope.client.errors import summarise_error
+    from sparkscope.client.error_reading import summarise_error
 
     assert summarise_error(FOREACH_BATCH_FAILURE) == "'(value < 3)' is not true!"
     own = FOREACH_BATCH_FAILURE.replace(
@@ -34,7 +34,7 @@ def test_a_failure_inside_foreach_batch_is_summarised_by_the_python_exception_it
 
 
 def test_a_failure_inside_a_python_data_source_is_summarised_by_its_exception():
-    from sparkscope.client.errors import summarise_error
+    from sparkscope.client.error_reading import summarise_error
 
     text = ("[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform "
             "latestOffset: Traceback (most recent call last):\n  File \"<string>\", line 3, in latestOffset\n"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkscope.client.errors import SparkscopeError, translate
+from sparkscope.client.errors import SparkscopeError
+from sparkscope.client.error_reading import translate
 from sparkscope.client.secrets import redact, remember_secret
 
 

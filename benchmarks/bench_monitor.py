@@ -46,7 +46,7 @@ def latency(ss) -> None:
     from sparkscope.client.monitoring.progress import Progress
 
     pushed, polled, plain = {}, {}, {}
-    listener = ss.monitor
+    listener = ss.streams.monitor
     dash = dashboard_for(listener)
 
     def on_event(event) -> None:
@@ -113,10 +113,10 @@ def rpcs(ss) -> None:
     threading.Thread(target=redraw_loop, daemon=True).start()
     polled, polled_acks = counter.rate_over(RPC_WINDOW)
     poller.close()
-    dash.monitor = ss.monitor
+    dash.monitor = ss.streams.monitor
     time.sleep(2)
     pushed, pushed_acks = counter.rate_over(RPC_WINDOW)
-    listener_ok = len([t for t in ss.monitor.tracks() if t.name.startswith("rpc") and t.latest]) == 20
+    listener_ok = len([t for t in ss.streams.monitor.tracks() if t.name.startswith("rpc") and t.latest]) == 20
     stop.set()
     for query in queries:
         query.stop()

@@ -52,7 +52,7 @@ def one_round(port: int, token: str, name: str) -> tuple[float, float, float]:
         proxy.drop()
         dropped = until(lambda: live.track(name).latest.batch_id > before + 1)
         live.close()
-        ss.stop_all()
+        ss.streams.stop_all()
         ss.close()
     return detect, recover, dropped
 

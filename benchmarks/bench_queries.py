@@ -1,4 +1,4 @@
-"""Cost of one `ss.queries()` (name, id, state, last batch, rates) for 1, 10 and 20 active queries,
+"""Cost of one `ss.streams.queries()` (name, id, state, last batch, rates) for 1, 10 and 20 active queries,
 next to the plain pyspark loop over spark.streams.active reading lastProgress and status.
 Median of RUNS runs each, same session. Run: make bench  (or .venv/bin/python benchmarks/bench_queries.py)
 """
@@ -27,15 +27,15 @@ def main() -> None:
                 started.append(ss.start(ss.source.rate(1), f"q{len(started)}", trigger="5 seconds"))
             while any(q.progress is None for q in started):
                 time.sleep(0.5)
-            ss.monitor.close()
-            ours = median_time(ss.queries, RUNS)
-            ss.monitor  # noqa: B018 - starts listening again
+            ss.streams.monitor.close()
+            ours = median_time(ss.streams.queries, RUNS)
+            ss.streams.monitor  # noqa: B018 - starts listening again
             time.sleep(6)  # one progress event per query reaches the monitor
-            live = median_time(ss.queries, RUNS)
+            live = median_time(ss.streams.queries, RUNS)
             base = median_time(plain, RUNS)
-            print(f"{count:2d} queries: ss.queries() {ours * 1000:7.1f} ms ({ours / base:.2f}x)   with the monitor "
+            print(f"{count:2d} queries: ss.streams.queries() {ours * 1000:7.1f} ms ({ours / base:.2f}x)   with the monitor "
                   f"listening {live * 1000:7.1f} ms ({live / base:.2f}x)   plain pyspark loop {base * 1000:7.1f} ms")
-        ss.stop_all()
+        ss.streams.stop_all()
 
 
 if __name__ == "__main__":

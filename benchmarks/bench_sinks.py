@@ -66,7 +66,7 @@ def run(ss, info, candidate: str, folder: str) -> dict:
                 if event.progress.input_rows:
                     add_batch.append(event.progress.durations_ms.get("addBatch", 0))
 
-    unsubscribe = ss.monitor.subscribe(on_event)
+    unsubscribe = ss.streams.monitor.subscribe(on_event)
     started = time.monotonic()
     while time.monotonic() - started < 10:  # the figure is "after 10 seconds"
         time.sleep(0.2)

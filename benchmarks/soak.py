@@ -10,7 +10,7 @@ the whole run. Every SAMPLE seconds one row goes to the CSV:
   that growth outside Python's objects (which tracemalloc cannot see) shows where it is
 - the server's used heap after a full collection (jcmd), its resident size, and its Python workers'
 - the SDK monitor's history size (progress records kept over all queries)
-- the latency of ss.peek (20 rows, a different query each time) and of ss.queries() (medians of 3)
+- the latency of ss.peek (20 rows, a different query each time) and of ss.streams.queries() (medians of 3)
 - the queries whose newest batch on the server is more than 2 batches ahead of what the monitor heard
   (a listener that dropped unnoticed would show here), and the monitor's mode and re-registrations
 The CSV and a PNG of it go to benchmarks/results/; the summary says, per figure, the first and last
@@ -151,7 +151,7 @@ def behind(ss, queries) -> int:
     """Queries whose newest batch on the server is more than 2 batches past what the monitor heard."""
     count = 0
     for query in queries:
-        track = ss.monitor.track(query.id)
+        track = ss.streams.monitor.track(query.id)
         heard = track.latest.batch_id if track and track.latest else -1
         progress = query.progress
         if progress is not None and progress.batch_id - heard > 2:
@@ -169,12 +169,12 @@ def sample(ss, info, repl, queries, started: float, turn: int) -> dict:
         "server_heap_mb": round(heap_used_mb(info.pid), 1),
         "server_rss_mb": round(rss_mb(info.pid), 1),
         "workers_rss_mb": round(sum(rss_mb(pid) for pid in children(info.pid)), 1),
-        "monitor_history": sum(len(track.history) for track in ss.monitor.tracks()),
+        "monitor_history": sum(len(track.history) for track in ss.streams.monitor.tracks()),
         "peek_ms": round(median_ms(lambda: ss.peek(name, 20)), 1),
-        "queries_ms": round(median_ms(ss.queries), 1),
+        "queries_ms": round(median_ms(ss.streams.queries), 1),
         "listener_behind": behind(ss, queries),
-        "monitor_mode": ss.monitor.mode,
-        "reregistered": ss.monitor.reregistered,
+        "monitor_mode": ss.streams.monitor.mode,
+        "reregistered": ss.streams.monitor.reregistered,
         "active": sum(1 for q in queries if q.is_active),
     }
 
@@ -231,7 +231,7 @@ def main() -> None:
     rows: list[dict] = []
     with private_server_info() as info, sparkscope.connect(f"sc://localhost:{info.port}") as ss:
         queries = start_queries(ss)
-        ss.monitor  # noqa: B018 - listening from the start
+        ss.streams.monitor  # noqa: B018 - listening from the start
         repl = Repl(f"sc://localhost:{info.port}", ss.session_id)
         started = time.monotonic()
         turn = 0

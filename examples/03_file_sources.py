@@ -30,4 +30,4 @@ with example(__doc__) as (ss, scratch, _):
     permissive.process_all_available()
     show("JSON, mode PERMISSIVE: the bad line lands in _corrupt_record",
          ss.peek("raw", where="_corrupt_record IS NOT NULL"))
-    ss.stop_all()
+    ss.streams.stop_all()

@@ -32,4 +32,4 @@ with example(__doc__) as (ss, scratch, _):
     ad_clicks.process_all_available()
     show("stream-stream join: ad 2 was clicked two hours later, outside the 1-hour bound",
          ss.peek("ad_clicks"))
-    ss.stop_all()
+    ss.streams.stop_all()

@@ -23,4 +23,4 @@ with example(__doc__) as (ss, scratch, _):
     iot_rack.process_all_available()
     show("iot: every reading falls into two overlapping windows", ss.peek("iot", order_by="window.start"))
     show("iot_rack", ss.peek("iot_rack", 50, order_by=["window.start", "rack"]))
-    ss.stop_all()
+    ss.streams.stop_all()

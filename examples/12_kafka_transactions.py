@@ -121,4 +121,4 @@ with example(__doc__, options) as (ss, _, args):
     print(f"\nclick windows: watermark {windows.progress.watermark}, late clicks dropped: {dropped}")
     show("click counts per 5-minute window, as each batch updated them",
          ss.peek("click_windows", 100, order_by=["window", "user_id", "count"]))
-    ss.stop_all()
+    ss.streams.stop_all()

@@ -107,7 +107,7 @@ def _stop_what_the_test_left_running(request):
         import contextlib
 
         with contextlib.suppress(Exception):
-            request.getfixturevalue("ss").stop_all()
+            request.getfixturevalue("ss").streams.stop_all()
 
 
 @pytest.fixture(scope="session")

@@ -459,7 +459,7 @@ def translate(exc: BaseException) -> SparkscopeError:
         return SparkscopeError(_strip_sqlstate(raised), "", error_class or name, code="python_exception")
     taken = re.search(_NAME_TAKEN, first)  # Spark raises it with no condition
     if taken:  # writeStream…queryName(N).start() while a query named N runs
-        return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.query('{taken.group(1)}').stop()) or pick "
+        return ConfigError(_strip_sqlstate(first), f"Stop it first (ss.streams.stop('{taken.group(1)}')) or pick "
                            "another queryName", error_class or name, code="query_exists",
                            data={"name": taken.group(1)})
     if error_class:

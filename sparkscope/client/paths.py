@@ -1,4 +1,5 @@
-"""Where sparkscope keeps its files: XDG config, state and cache directories."""
+"""Where sparkscope keeps its files: the user's config, state and cache directories as platformdirs knows them (XDG's
+on Linux, honouring XDG_CONFIG_HOME, XDG_STATE_HOME and XDG_CACHE_HOME; the macOS and Windows places elsewhere)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,27 @@ import os
 import stat
 from pathlib import Path
 
+import platformdirs
+
 from .logs import log
+
+APP = "sparkscope"
 
 
 
 def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "sparkscope"
+    """The config directory (config.toml, profiles, the embedded server's spark-defaults); not created here."""
+    return platformdirs.user_config_path(APP, appauthor=False)
 
 
 def state_dir() -> Path:
     """The state directory (server pid/port/log, history, checkpoints), created 0700."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return private_dir(Path(base) / "sparkscope")
+    return private_dir(platformdirs.user_state_path(APP, appauthor=False))
 
 
 def cache_dir() -> Path:
     """The cache directory (what can be fetched again: Spark's Kafka connector as Maven Central serves it), 0700."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return private_dir(Path(base) / "sparkscope")
+    return private_dir(platformdirs.user_cache_path(APP, appauthor=False))
 
 
 def private_dir(path: Path) -> Path:

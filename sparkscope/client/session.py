@@ -21,19 +21,19 @@ from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
 from .deprecation import callers_level, renamed_arguments
 from .logs import log, swallowed
-from .errors import AuthenticationFailed, ConnectionFailed, DeadlineExceeded, QueryNotFound, ServerUnreachable, SparkscopeError, UnsupportedOperation, session_changed, session_closed
+from .errors import AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable, SparkscopeError, UnsupportedOperation, session_changed, session_closed
 from .error_reading import call, translate, translated
 from .error_causes import explain_unreachable
 from .connection.credentials import channel_credentials
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
 from .queries.server_jar import Kept, KeptTotal, ServerJar
-from .queries.query import Query, QueryInfo
+from .queries.query import Query
 from .rows import Rows
 from .queries.sink_reading import SinkReader
 from .queries.starting import QueryStarter
 from .queries.tail import TailBatch, follow
-from .queries.tracking import QueryBook
+from .queries.tracking import QueryManager
 from .connection.remote import Target
 from .session_server import ServerHere, SessionServer
 
@@ -42,8 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.connect.session import SparkSession
 
     from .monitoring.lateness import Lateness
-    from .monitoring.monitor import Monitor
-    from .monitoring.progress import Progress
     from .queries.sources import Sources
 
 RETRIES = 3  # after 0.2, 0.4 and 0.8 s
@@ -78,7 +76,12 @@ MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeo
          "stop_elsewhere": "streams.stop_elsewhere", "sink_dataframe": "sinks.sink_dataframe",
          "batch_dataframe": "sinks.batch_dataframe", "query_plan": "sinks.query_plan", "operation": "sinks.operation",
          "cancel": "sinks.cancel", "fresh_checkpoint": "starter.fresh_checkpoint",
-         "on_checkpoint": "starter.on_checkpoint", "record_started": "starter.record_started"}
+         "on_checkpoint": "starter.on_checkpoint", "record_started": "starter.record_started",
+         # 0.3: the verbs of the session's queries have one home, ss.streams, as pyspark's spark.streams
+         "query": "streams.get", "queries": "streams.queries", "running": "streams.running",
+         "recent_progress": "streams.recent_progress", "monitor": "streams.monitor", "stop_all": "streams.stop_all",
+         "await_any_termination": "streams.await_any_termination", "reset_terminated": "streams.reset_terminated",
+         "forget": "streams.forget"}
 
 
 class Session:
@@ -123,7 +126,7 @@ class Session:
         self._stop_explaining: Callable[[], None] = lambda: None
         self._server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._bounded_sink = BoundedSink(spark, self._jar)
-        self._book = QueryBook(self, self._looking_into, self._bounded_sink.latency)
+        self._book = QueryManager(self, self._looking_into, self._bounded_sink.latency)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
         self._here = here  # the embedded server of this machine, when this session may be on it
@@ -162,11 +165,6 @@ class Session:
     def catalog(self) -> Catalog:
         """Every query sparkscope started on this machine's servers, kept in its state dir: what restarts them."""
         return self._catalog
-
-    @property
-    def streams(self) -> QueryBook:
-        """The queries this session knows: found, started here, lost; their monitor (like pyspark's spark.streams)."""
-        return self._book
 
     @property
     def sinks(self) -> SinkReader:
@@ -227,57 +225,25 @@ class Session:
         replaced (the server keeps one per session, and refuses another)."""
         return self._rejoined_from == 0
 
-    # -- queries (QueryBook: queries/tracking.py) -------------------------------------------------
-    def query(self, name_or_id: str | Query) -> Query:
-        """Find a query by name, id, or unique id prefix (active ones first)."""
-        return self._book.query(name_or_id)
-
-    @renamed_arguments(all="catalogued")
-    def queries(self, catalogued: bool = False) -> list[QueryInfo]:
-        """Every query of this session: active ones and those that stopped or failed (until reset). `catalogued`:
-        the catalog's other queries of this server follow (stopped, failed and lost, from earlier sessions too)."""
-        return self._book.queries(catalogued)
-
-    def running(self) -> list[Query]:
-        """This session's active queries (one RPC), including ones sparkscope did not start."""
-        return self._book.running()
-
-    def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
-        """The progress of the query's last `last` batches (or of its latest one): from the monitor when
-        it listens (no RPC), otherwise one call to the server."""
-        return self._book.recent_progress(query, last)
-
+    # -- the queries: ss.streams (QueryManager, queries/tracking.py) is their one home ------------------------
     @property
-    def monitor(self) -> Monitor:
-        """Live progress of every query of this session, pushed by a listener that starts at its first use."""
-        return self._book.monitor
+    def streams(self) -> QueryManager:
+        """This session's streaming queries, as `spark.streams` holds a SparkSession's: get(name), queries(),
+        running(), stop(name), stop_all(), await_any_termination(), reset_terminated(), the monitor, the catalog's
+        lost and forgotten ones."""
+        return self._book
 
-    def stop(self, name_or_query: str | Query) -> None:
-        """Stop one query: of this session (by name, id or Query), or, by name, one the catalog says runs in another
-        session of this server (where a REPL or script of yours left it running)."""
-        try:
-            query = self.query(name_or_query)
-        except QueryNotFound:
-            if isinstance(name_or_query, str) and self._book.stop_elsewhere(name_or_query) is not None:
-                return
-            raise
-        query.stop()
+    def stop(self, name_or_query: str | Query | None = None) -> None:
+        """End this session, as pyspark's `spark.stop()` does: close(). (`ss.stop(name)` of the API before 0.3 stops
+        one query, with a DeprecationWarning: ss.streams.stop(name).)"""
+        if name_or_query is None:
+            self.close()
+            return
+        import warnings
 
-    def stop_all(self) -> list[str]:
-        """Stop every active query of this session; their names are returned."""
-        return self._book.stop_all()
-
-    def await_any_termination(self, timeout: float | None = None) -> bool:
-        """Wait until one of this session's queries ends (True), or `timeout` seconds pass (False)."""
-        return self._book.await_any_termination(timeout)
-
-    def reset_terminated(self) -> int:
-        """Forget stopped and failed queries; returns how many were forgotten."""
-        return self._book.reset_terminated()
-
-    def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
-        """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
-        return self._book.forget(name, delete_checkpoint=delete_checkpoint)
+        warnings.warn("ss.stop(name) is deprecated: use ss.streams.stop(name) (ss.stop() ends the session, as "
+                      "spark.stop() does)", DeprecationWarning, stacklevel=callers_level())
+        self._book.stop(name_or_query)
 
     # -- reading what queries wrote and hold (SinkReader: queries/sink_reading.py) ----------------
     def peek(self, name_or_query: str | Query, n: int = 20, where: str | None = None,
@@ -290,7 +256,7 @@ class Session:
         """The rows each new batch of a query writes, as it commits (at most `limit` of each; `.more` says how many
         were left out): a generator that ends after `batches` batches, `timeout` seconds, or the query's end. For a
         query of the default or the memory sink; it runs on when you stop iterating."""
-        return follow(self, self.query(name_or_query), batches=batches, timeout=timeout, limit=limit)
+        return follow(self, self._book.get(name_or_query), batches=batches, timeout=timeout, limit=limit)
 
     def state(self, name: str, *, batch: int | None = None, operator: int | None = None, store: str | None = None,
               variable: str | None = None, timers: bool = False) -> DataFrame:
@@ -440,7 +406,7 @@ class Session:
                 if isinstance(exc, (ServerUnreachable, DeadlineExceeded, AuthenticationFailed)):
                     raise
                 continue  # that session is gone from the server
-            if session.running():
+            if session.streams.running():
                 make_active(session.spark)
                 session._held = True
                 with swallowed("recording the session in the catalog"):

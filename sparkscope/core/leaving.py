@@ -26,7 +26,7 @@ def leave(ctx: CommandContext, live: Live | None, detach: bool | None) -> str | 
     if live is not None:
         live.close()
     try:  # a frozen network must not hold Ctrl-D
-        queries = within(LEAVE_DEADLINE, session.running, "listing running queries")
+        queries = within(LEAVE_DEADLINE, session.streams.running, "listing running queries")
     except SparkscopeError as exc:  # a busy server: what this process knows runs is asked about, not dropped
         queries = [q for q in session.streams.known_queries() if q.known_state() is None]
         if _server_gone(session, exc):  # nothing to stop: the server's end ended them

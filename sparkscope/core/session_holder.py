@@ -81,7 +81,7 @@ class SessionHolder:
         left: list[str] = []
         if old is not None:
             with contextlib.suppress(SparkscopeError):  # the old server may be gone
-                left = [q.name for q in old.queries() if q.state == "active"]
+                left = [q.name for q in old.streams.queries() if q.state == "active"]
         alerts_on = self._live.alerts_on if self._live is not None else True
         if self._live is not None:
             self._live.close()
@@ -123,7 +123,7 @@ class SessionHolder:
         # the session works without live events; :watch and :tail report the reason
         with contextlib.suppress(SparkscopeError):
             self._start_live(session)
-            session.monitor.subscribe(
+            session.streams.monitor.subscribe(
                 lambda event: self._state_changed() if event.kind in ("started", "terminated") else None)
 
     def _start_live(self, session: Any) -> Any:

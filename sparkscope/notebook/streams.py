@@ -114,7 +114,7 @@ def watch(notebook: Notebook, names: list[str]) -> None:
     from IPython.display import display
 
     session = notebook.session()
-    wanted = [session.query(name).name for name in names]
+    wanted = [session.streams.get(name).name for name in names]
     live = notebook.executor.live()
     alerts: list[str] = []
     live.diverted = alerts.append  # the alerts show under the table instead of in whatever cell ran last
@@ -132,14 +132,14 @@ def watch(notebook: Notebook, names: list[str]) -> None:
 
 
 def _watch_table(session: Any, names: list[str], alerts: list[str]) -> Table:
-    tracks = [t for t in session.monitor.tracks() if not names or t.name in names]
+    tracks = [t for t in session.streams.monitor.tracks() if not names or t.name in names]
     kafka = any(t.latest is not None and t.latest.offsets_behind is not None for t in tracks)
     measured = any(t.latest is not None and t.latest.latency is not None for t in tracks)
     columns = WATCH_COLUMNS + (["behind"] if kafka else []) + (["p99 latency"] if measured else []) + WATCH_TRENDS
     rows = [watch_cells(track, kafka, TREND, measured) for track in tracks]
     errors = [f"{track.name}: {track.error}" for track in tracks if track.error]
     footer = "\n".join([f"{len(rows)} quer{'y' if len(rows) == 1 else 'ies'}, updated {time.strftime('%H:%M:%S')} "
-                        f"({session.monitor.mode}); interrupt the kernel to stop watching",
+                        f"({session.streams.monitor.mode}); interrupt the kernel to stop watching",
                         *(f"error: {line}" for line in errors), *alerts[-ALERTS:]])
     return Table(columns, rows, title=f"sparkscope %watch  {session.url}",
                  footer=footer if rows else "No queries yet: start one with :start NAME (this view updates by "

@@ -111,7 +111,7 @@ class ShellCompleter(Completer):
 
 def python_matches(word: str, namespace: dict) -> list[str]:
     """Completions of a Python name or dotted path that never run user or library code: attributes are
-    looked up statically, a property (df.schema, ss.monitor: each an RPC) is never read, and dir() of
+    looked up statically, a property (df.schema, ss.streams.monitor: each an RPC) is never read, and dir() of
     an instance is never called (a Connect DataFrame's __dir__ fetches its schema from the server)."""
     import builtins
     import inspect

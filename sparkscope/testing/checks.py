@@ -164,7 +164,7 @@ def check_state(session: Session, name: str, expected: Iterable[Any], *, columns
                 ordered: bool = False) -> None:
     """What query `name`'s stateful operator holds (ss.state: one row per key, its key and value columns) is
     `expected`; `columns` picks and orders the columns compared (default: every one but partition_id)."""
-    query = session.query(name)
+    query = session.streams.get(name)
     zone = _zone(query)
     state = session.state(name)
     unknown = [column for column in columns or () if column not in state.columns]

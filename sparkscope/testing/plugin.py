@@ -68,7 +68,7 @@ def sparkscope_session(_sparkscope_connection: Any) -> Iterator[Any]:
         yield session
     finally:
         with contextlib.suppress(Exception):
-            session.stop_all()
+            session.streams.stop_all()
         for source in session.source.fed[fed_before:]:
             with contextlib.suppress(Exception):
                 source.forget()

@@ -84,7 +84,7 @@ def leave(child: pexpect.spawn, remote_url: str) -> None:
 
         for session_id in held:
             with contextlib.suppress(Exception), sparkscope.connect(remote_url, session_id=session_id) as left:
-                left.stop_all()
+                left.streams.stop_all()
 
 
 def _sessions_held_by(pid: int) -> list[str]:

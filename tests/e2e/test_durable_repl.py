@@ -162,7 +162,7 @@ def test_a_script_whose_server_died_says_its_queries_ended_with_it(own_server, t
     local, port, env = own_server
     script = tmp_path / "waits.sps"
     script.write_text(":start k9q ss.source.rate(5)\nprint('started', flush=True)\n"
-                      "ss.query('k9q').await_termination()\n")
+                      "ss.streams.get('k9q').await_termination()\n")
     waiting = subprocess.Popen([sys.executable, "-m", "sparkscope", "--remote", f"sc://localhost:{port}",
                                 "-f", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **env})

@@ -116,7 +116,7 @@ def test_state_without_bound_is_said_once_with_its_fix_and_not_with_a_watermark(
     # the other one: polled, with a deadline), and no alert names it
     deadline = time.monotonic() + 90
     while True:
-        answer = repl.run("ss.query('bounded').progress.batch_id")
+        answer = repl.run("ss.streams.get('bounded').progress.batch_id")
         seen += answer
         if int(re.findall(r"^-?\d+$", answer, re.M)[-1]) >= 5:
             break

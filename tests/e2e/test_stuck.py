@@ -12,7 +12,7 @@ from tests.netproxy import Proxy
 
 
 def batch_id(repl: Repl, name: str) -> int:
-    out = repl.run(f"ss.query('{name}').progress.batch_id if ss.query('{name}').progress else -1")
+    out = repl.run(f"ss.streams.get('{name}').progress.batch_id if ss.streams.get('{name}').progress else -1")
     return int(re.findall(r"-?\d+", out)[-1])
 
 
@@ -48,7 +48,7 @@ def test_ctrl_c_in_a_long_command_leaves_the_query_running(repl):
         out = repl.prompt()
         assert notice in out, f"{command}: {out}"
         # an alert ("batch N took longer than its trigger" while the cores were busy) may print too
-        assert "True" in repl.run("ss.query('kept').is_active").splitlines(), command
+        assert "True" in repl.run("ss.streams.get('kept').is_active").splitlines(), command
         last = wait_for_more_batches(repl, "kept", last)  # still active, and still making batches
     assert re.search(r"\| kept\s+\| [0-9a-f]{8} \| active", repl.run(":queries"))
     assert repl.run(":stop kept").strip() == "Stopped kept"
@@ -88,7 +88,7 @@ import sys, threading, sparkscope
 ss = sparkscope.connect(sys.argv[1])
 ss.start(ss.source.rate(2), "orphan")
 seen = threading.Event()
-ss.monitor.subscribe(lambda e: seen.set() if e.kind == "progress" else None)
+ss.streams.monitor.subscribe(lambda e: seen.set() if e.kind == "progress" else None)
 seen.wait(60)
 print(ss.session_id, flush=True)
 threading.Event().wait()

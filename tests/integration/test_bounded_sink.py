@@ -31,7 +31,7 @@ def _ids(rows) -> list[int]:
 
 
 def _finished(ss, name: str) -> None:
-    query = ss.query(name)
+    query = ss.streams.get(name)
     assert query.await_termination(timeout=120), f"{name} did not finish"
     assert query.state == "stopped", query.exception
 
@@ -54,7 +54,7 @@ def test_an_append_stream_keeps_only_the_newest_rows_newest_batch_first(ss, data
     # spark.table and SQL see the same rows under the query's name
     assert ss.spark.sql("SELECT count(*) AS n, max(id) AS top FROM newest").collect()[0].asDict() == {
         "n": 25, "top": 49}
-    assert [info.keep for info in ss.queries() if info.name == "newest"] == ["last 25 rows"]
+    assert [info.keep for info in ss.streams.queries() if info.name == "newest"] == ["last 25 rows"]
 
 
 def test_a_stateful_query_that_outputs_more_than_is_kept_commits_every_partition(ss, data_dir):
@@ -65,7 +65,7 @@ def test_a_stateful_query_that_outputs_more_than_is_kept_commits_every_partition
     query = ss.start(df.groupBy("id").count(), "many_keys", mode="update", keep=10, trigger="available-now")
     assert (query.sink, query.mode) == ("bounded", "update")
     _finished(ss, "many_keys")
-    assert [p.input_rows for p in ss.recent_progress(query, last=10) if p.input_rows] == [50, 50, 50]
+    assert [p.input_rows for p in ss.streams.recent_progress(query, last=10) if p.input_rows] == [50, 50, 50]
     kept = _ids(ss.peek("many_keys", n=100))
     assert len(kept) == 10 and set(kept) < set(range(100, 150))  # ten of the newest batch's keys
 
@@ -103,7 +103,7 @@ def test_keep_is_only_for_the_bounded_sink(ss, data_dir):
     with pytest.raises(ConfigError) as err:
         ss.start(df, "wrong", keep="lots")
     assert str(err.value).startswith("'lots' is not what to keep.")
-    assert [q.name for q in ss.running()] == []
+    assert [q.name for q in ss.streams.running()] == []
 
 
 def test_a_bounded_query_restarts_from_its_checkpoint_with_its_keep_and_its_rows_start_again_from_its_next_batch(
@@ -177,4 +177,4 @@ def test_eight_bounded_sink_queries_started_at_once_from_threads_all_run(ss):
     assert outcomes == {name: "bounded" for name in names}
     for name in names:  # each writes its rows: its worker runs
         wait_for(lambda name=name: ss.peek(name).rows, timeout=120, what=f"rows of {name}")
-    ss.stop_all()
+    ss.streams.stop_all()

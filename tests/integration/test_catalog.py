@@ -179,9 +179,9 @@ def test_another_process_restarts_what_this_one_started(ss, remote_url):
     record = Catalog().get(ss.url, "cat_shared")
     assert out.stdout.strip() == f"restarted cat_shared active {record.checkpoint}"
     assert record.state == "stopped"
-    ss.reset_terminated()  # this session forgets it; the catalog does not
-    assert "cat_shared" not in {info.name for info in ss.queries()}
-    shared = next(info for info in ss.queries(catalogued=True) if info.name == "cat_shared")
+    ss.streams.reset_terminated()  # this session forgets it; the catalog does not
+    assert "cat_shared" not in {info.name for info in ss.streams.queries()}
+    shared = next(info for info in ss.streams.queries(catalogued=True) if info.name == "cat_shared")
     assert (shared.state, shared.checkpoint) == ("stopped", record.checkpoint)
 
 
@@ -216,7 +216,7 @@ def test_the_catalog_stays_readable_when_a_writer_is_killed(tmp_path):
 def test_forget_removes_the_record_and_keeps_the_checkpoint(ss):
     query = ss.start(ss.source.rate(5), "cat_forget")
     query.stop()
-    record = ss.forget("cat_forget")
+    record = ss.streams.forget("cat_forget")
     assert record.checkpoint == query.checkpoint
     assert Catalog().get(ss.url, "cat_forget") is None
 

@@ -43,7 +43,7 @@ def shell(remote_url):
 def _stop_queries_left_running(shell):
     """Whatever a test started is stopped, even when the test failed."""
     yield
-    shell.session.stop_all()
+    shell.session.streams.stop_all()
 
 
 def test_start_peek_and_stop(shell, data_dir):
@@ -60,10 +60,10 @@ def test_start_peek_and_stop(shell, data_dir):
 
 
 def test_progress_of_every_query_is_one_rpc_when_the_monitor_listens(shell):
-    shell.session.reset_terminated()  # earlier tests' stopped queries have no cached progress
+    shell.session.streams.reset_terminated()  # earlier tests' stopped queries have no cached progress
     for name in ("p_one", "p_two", "p_three"):
         shell.run(f":start {name} ss.source.rate(5) --trigger 200ms")
-    monitor = shell.session.monitor
+    monitor = shell.session.streams.monitor
     wait_for(lambda: all(monitor.history(n) for n in ("p_one", "p_two", "p_three")), what="a batch of each")
     counter = RpcCounter(shell.session.spark)
     ok, out, _ = shell.run(":progress")

@@ -59,7 +59,7 @@ def test_session_ids_are_distinct_and_reattach_keeps_queries(remote_url):
     second = sparkscope.connect(remote_url, session_id=session_id)
     try:
         assert second.session_id == session_id
-        found = second.query("kept")
+        found = second.streams.get("kept")
         assert found.id == query.id and found.state == "active"
     finally:
         second.close(stop_queries=True)

@@ -104,11 +104,11 @@ def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
                     for line in said if line.startswith("Restarted ")] == running, restored.stdout
             assert said[-1].startswith("In session ") and said[-1].endswith(" --reattach"), restored.stdout
             ss = Session.reattach(sparkscope.client.connection.remote.local_target(port, token=local.running().token))
-            query = ss.query("durable")
+            query = ss.streams.get("durable")
             for name in extras if cycle == 0 else []:  # each of the bounded sinks started together runs
-                listed = {info.name: (info.state, info.error) for info in ss.queries(catalogued=True)}
+                listed = {info.name: (info.state, info.error) for info in ss.streams.queries(catalogued=True)}
                 assert listed.get(name, ("?", None))[0] == "active", (name, listed)
-                extra = ss.query(name)
+                extra = ss.streams.get(name)
                 wait_for(lambda q=extra: q.progress is not None and q.progress.input_rows > 0, timeout=120,
                          what=f"{name}'s rows after the restore")
                 extra.stop()
@@ -124,7 +124,7 @@ def test_three_kills_of_the_server_lose_and_repeat_nothing(durable, tmp_path):
                 assert shell.run(":restart --lost"), shell.err.getvalue()
                 assert shell.out.getvalue().startswith("Restarted durable (id ")
                 assert "from its checkpoint" in shell.out.getvalue()
-                query = ss.query("durable")
+                query = ss.streams.get("durable")
         assert query.checkpoint is not None
         query.process_all_available()
     write_events(events, CYCLES, 23, 1)  # moves the watermark past every hour written above
@@ -191,7 +191,7 @@ def test_seed_004_on_kafka_survives_a_kill_of_the_server_without_a_record_lost_o
     wait_for(lambda: newest() == expected, 90, what=f"the totals {expected}")
     counts = [(user, count) for user, _, count in rows()]
     assert len(counts) == len(set(counts)), "a batch was written twice"  # each (user, count) once
-    ss.query("kafka_totals").stop()
+    ss.streams.get("kafka_totals").stop()
     ss.close()
 
 

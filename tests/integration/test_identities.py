@@ -35,7 +35,7 @@ def ana(server, tokens):
     query = session.start(session.source.rate(20), "orders", keep=50)
     wait_for(lambda: session.peek("orders").rows, timeout=120, what="ana's first rows")
     yield session, query
-    session.stop_all()
+    session.streams.stop_all()
     session.close()
 
 

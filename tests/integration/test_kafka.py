@@ -166,7 +166,7 @@ def test_a_restarted_query_reads_every_record_exactly_once(ss, kafka_broker, top
         return sorted(r[0] for r in ss.spark.read.schema("user STRING, amount INT").parquet(str(data_dir / "out")).select("amount").collect())
 
     wait_for(lambda: amounts() == list(range(30)), 60, what="the first 30")
-    ss.query("exactly_once").stop()
+    ss.streams.get("exactly_once").stop()
     kafka_broker.produce(topic, [json.dumps({"user": "u9", "amount": i}) for i in range(30, 40)])
     ss.restart("exactly_once")  # from its checkpoint: the Kafka offsets it committed
     wait_for(lambda: len(amounts()) >= 40, 60, what="the ten produced while it was stopped")
@@ -199,8 +199,8 @@ def test_lag_shows_while_a_producer_outruns_a_limited_query(ss, kafka_broker, to
                         max_offsets_per_trigger=10)
     wait_for(lambda: query.progress is not None and query.progress.input_rows == 10, 60,
              what="a batch of ten")
-    info = wait_for(lambda: next((q for q in ss.queries() if q.name == "lagging" and q.behind), None), 60,
-                    what="a lag in ss.queries()")
+    info = wait_for(lambda: next((q for q in ss.streams.queries() if q.name == "lagging" and q.behind), None), 60,
+                    what="a lag in ss.streams.queries()")
     assert 0 < info.behind <= 190
     progress = query.progress  # one report: the next batch may come between two reads of query.progress
     assert progress.offsets_behind == 200 - int(progress.sources[0].end_offset[topic]["0"])

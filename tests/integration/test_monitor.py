@@ -42,7 +42,7 @@ def monitor(ss):
     monitor = Monitor(ss).start()
     yield monitor
     monitor.close()
-    ss.stop_all()
+    ss.streams.stop_all()
 
 
 def test_started_progress_and_terminated_events_arrive_and_are_kept(ss, monitor):
@@ -85,7 +85,7 @@ def test_a_monitor_started_after_a_query_knows_its_batches_at_once(remote_url):
     try:
         query = session.start(session.source.rate(5), "mon_seeded", trigger="1 hour")
         wait_for(lambda: query.progress is not None)  # batch 0 ran; the next one is an hour away
-        assert [p.batch_id for p in session.monitor.history("mon_seeded")] == [query.progress.batch_id]
+        assert [p.batch_id for p in session.streams.monitor.history("mon_seeded")] == [query.progress.batch_id]
     finally:
         session.close()
 
@@ -101,7 +101,7 @@ def test_history_is_bounded(ss):
         assert [p.batch_id for p in history] == list(range(history[0].batch_id, history[0].batch_id + 4))
     finally:
         small.close()
-        ss.stop_all()
+        ss.streams.stop_all()
 
 
 def test_listener_is_registered_again_after_its_stream_breaks(ss, monitor):
@@ -111,7 +111,7 @@ def test_listener_is_registered_again_after_its_stream_breaks(ss, monitor):
     wait_for(lambda: len(seen.batches("mon_broken")) >= 2)
     broken_at = max(seen.batches("mon_broken"))
     break_event_stream(ss.spark)
-    query = ss.query("mon_broken")  # batches finish on the server while the stream is broken
+    query = ss.streams.get("mon_broken")  # batches finish on the server while the stream is broken
     wait_for(lambda: query.progress is not None and query.progress.batch_id >= broken_at + 2)
     wait_for(lambda: monitor.reregistered >= 1)
     before = max(seen.batches("mon_broken"))
@@ -134,7 +134,7 @@ def test_polling_gives_the_same_numbers_as_the_listener(ss, monitor):
         assert common, "no batch seen by both"
         for progress in common:
             assert progress == pushed[progress.batch_id]
-        ss.query("mon_polled").stop()
+        ss.streams.get("mon_polled").stop()
         wait_for(lambda: polled.track("mon_polled").state == "stopped")
     finally:
         polled.close()
@@ -220,7 +220,7 @@ def test_a_frozen_network_is_noticed_by_the_listener_and_missed_batches_are_back
             live.close()
         finally:
             proxy.thaw()
-            ss.stop_all()
+            ss.streams.stop_all()
             ss.close()
 
 
@@ -239,7 +239,7 @@ def test_dropped_connections_reconnect_and_no_query_stops(sandbox, server):
             before = live.track("mon_dropped").latest.batch_id
             proxy.drop()
             # the very next call succeeds: pyspark's retries reconnect
-            assert [q.name for q in ss.queries() if q.state == "active"] == ["mon_dropped"]
+            assert [q.name for q in ss.streams.queries() if q.state == "active"] == ["mon_dropped"]
             wait_for(lambda: live.track("mon_dropped").latest.batch_id > before + 5, timeout=60,
                      what="new batches seen by the monitor after the drop")
             assert query.is_active
@@ -252,7 +252,7 @@ def test_dropped_connections_reconnect_and_no_query_stops(sandbox, server):
                         ), notice
             live.close()
         finally:
-            ss.stop_all()
+            ss.streams.stop_all()
             ss.close()
 
 
@@ -270,7 +270,7 @@ def test_the_garbage_collector_stays_on_while_event_streams_wait(ss, monitor, re
     assert gc.isenabled()
     joined = sparkscope.connect(remote_url, session_id=ss.session_id)
     try:
-        second = joined.monitor  # the session's event stream is the first client's: this one polls
+        second = joined.streams.monitor  # the session's event stream is the first client's: this one polls
         wait_for(lambda: len(second.history("mon_gc")) >= 2 and second.mode == "polling")  # its first use starts it
         assert gc.isenabled(), "pyspark left the garbage collector off"
     finally:

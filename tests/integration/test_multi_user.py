@@ -23,7 +23,7 @@ def users(server):
                 for user in ("alice", "bob")}
     yield sessions
     for session in sessions.values():
-        session.stop_all()
+        session.streams.stop_all()
         session.close()
 
 
@@ -38,8 +38,8 @@ def test_each_user_sees_and_stops_only_their_own_counts(users):
     alice, bob = users["alice"], users["bob"]
     mine, theirs = start_counts(alice, "alice"), start_counts(bob, "bob")
     assert mine.id != theirs.id
-    assert [q.id for q in alice.queries()] == [mine.id]
-    assert [q.id for q in bob.queries()] == [theirs.id]
+    assert [q.id for q in alice.streams.queries()] == [mine.id]
+    assert [q.id for q in bob.streams.queries()] == [theirs.id]
     assert [row[0] for row in alice.peek("counts").rows] == ["alice"]
     assert [row[0] for row in bob.peek("counts").rows] == ["bob"]
 
@@ -49,7 +49,7 @@ def test_each_user_sees_and_stops_only_their_own_counts(users):
     ok, out, _ = bob_shell.run(":peek counts")
     assert ok and "bob" in out and "alice" not in out
 
-    wait_for(lambda: [t.id for t in Dashboard(alice.monitor, None, lambda name: "").tracks()] == [mine.id],
+    wait_for(lambda: [t.id for t in Dashboard(alice.streams.monitor, None, lambda name: "").tracks()] == [mine.id],
              timeout=30, what="alice's :watch showing her query only")
     assert [r.query_id for r in alice.streams.catalog_records() if r.state == "active"] == [mine.id]
     assert [r.query_id for r in bob.streams.catalog_records() if r.state == "active"] == [theirs.id]
@@ -61,7 +61,7 @@ def test_each_user_sees_and_stops_only_their_own_counts(users):
     batch = theirs.progress.batch_id if theirs.progress else -1
     wait_for(lambda: theirs.progress is not None and theirs.progress.batch_id > batch, timeout=60,
              what="bob's query still making batches after alice's :stop --all")
-    assert [q.id for q in bob.running()] == [theirs.id]
+    assert [q.id for q in bob.streams.running()] == [theirs.id]
 
 
 def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remote_url, data_dir):
@@ -95,5 +95,5 @@ def test_a_start_on_a_running_query_s_checkpoint_says_that_spark_stopped_it(remo
         assert second.restart("again_on_that_checkpoint").notes == []  # its checkpoint was free: nothing to say
     finally:
         for session in (first, second):
-            session.stop_all()
+            session.streams.stop_all()
             session.close()

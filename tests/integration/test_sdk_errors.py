@@ -92,7 +92,7 @@ def test_invalid_and_duplicate_names(ss):
     try:
         with pytest.raises(ConfigError) as err:
             ss.start(rate, "dup")
-        assert str(err.value) == ("A query named 'dup' is already running. Stop it first (ss.query('dup').stop()) "
+        assert str(err.value) == ("A query named 'dup' is already running. Stop it first (ss.streams.stop('dup')) "
                                   "or pick another name.")
         assert (err.value.code, err.value.data) == ("query_exists", {"name": "dup"})
         assert query.is_active  # the running query is untouched
@@ -117,7 +117,7 @@ def test_invalid_mode_trigger_and_sink(ss, tmp_path):
         ss.start(agg, "a", mode="append")
     with pytest.raises(UnsupportedOperation, match="an aggregation without a watermark cannot be appended"):
         ss.start(agg, "f", sink="parquet", path=str(tmp_path / "o"))
-    assert not {"m", "t", "s", "p", "c", "a", "f"} & {q.name for q in ss.queries()}
+    assert not {"m", "t", "s", "p", "c", "a", "f"} & {q.name for q in ss.streams.queries()}
 
 
 def test_batch_only_operations_on_a_stream_are_translated(ss):
@@ -134,10 +134,10 @@ def test_batch_only_operations_on_a_stream_are_translated(ss):
 
 def test_unknown_query_and_unknown_peek(ss):
     with pytest.raises(QueryNotFound, match="No query named 'ghost'"):
-        ss.query("ghost")
+        ss.streams.get("ghost")
     with pytest.raises(QueryNotFound) as err:
         ss.peek("ghost")
-    assert str(err.value) == ("No query or table named 'ghost'. List them with ss.queries(), or start one with "
+    assert str(err.value) == ("No query or table named 'ghost'. List them with ss.streams.queries(), or start one with "
                               "ss.start(df, name).")
 
 
@@ -163,12 +163,12 @@ def test_failed_query_stays_visible_with_its_error(ss):
     with pytest.raises(QueryFailed) as err:
         query.await_termination(60)
     assert str(err.value) == "Query doomed failed: '(value < 3)' is not true!"
-    listed = {q.name: q for q in ss.queries()}
+    listed = {q.name: q for q in ss.streams.queries()}
     assert listed["doomed"].state == "failed"
     assert listed["doomed"].error == "'(value < 3)' is not true!"
     assert "JVM stacktrace" in query.exception.full or "assert" in query.exception.full.lower()
-    assert ss.reset_terminated() >= 1
-    assert "doomed" not in {q.name for q in ss.queries()}
+    assert ss.streams.reset_terminated() >= 1
+    assert "doomed" not in {q.name for q in ss.streams.queries()}
 
 
 def test_peek_pushes_the_limit_and_reads_filters_on_the_server(ss):

@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent("""
     before = state()
     with sparkscope.connect(sys.argv[1]) as ss:
         ss.start(ss.source.rate(5), "lib_ticks").stop()
-        ss.monitor.tracks()  # its first use starts the listener thread too
+        ss.streams.monitor.tracks()  # its first use starts the listener thread too
         during = state()
     print(json.dumps({"before": before, "during": during, "after": state()}))
 """)

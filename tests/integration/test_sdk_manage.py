@@ -10,11 +10,11 @@ from sparkscope.client.errors import ConfigError, QueryNotFound, UnsupportedOper
 def test_lookup_by_name_id_and_id_prefix(ss):
     query = ss.start(ss.source.rate(5), "lookup_me")
     try:
-        assert ss.query("lookup_me") is query
-        assert ss.query(query.id) is query
-        assert ss.query(query.id[:6]) is query
+        assert ss.streams.get("lookup_me") is query
+        assert ss.streams.get(query.id) is query
+        assert ss.streams.get(query.id[:6]) is query
         with pytest.raises(QueryNotFound) as err:
-            ss.query("zzz")
+            ss.streams.get("zzz")
         assert str(err.value).startswith("No query named 'zzz'. Queries in this session: ")
         assert "lookup_me" in str(err.value)
     finally:
@@ -26,9 +26,9 @@ def test_waiting_and_explaining(ss):
     query = ss.start(ss.source.rate(5).selectExpr("value * 2 AS doubled"), "waited")
     try:
         assert query.await_termination(1) is False  # still running after a second
-        assert ss.await_any_termination(1) is True  # `ended` has ended…
-        ss.reset_terminated()
-        assert ss.await_any_termination(1) is False  # …and once forgotten, nothing has
+        assert ss.streams.await_any_termination(1) is True  # `ended` has ended…
+        ss.streams.reset_terminated()
+        assert ss.streams.await_any_termination(1) is False  # …and once forgotten, nothing has
         plan = query.explain()
         assert "== Physical Plan ==" in plan and "doubled" in plan
         assert "== Analyzed Logical Plan ==" in query.explain(extended=True)

@@ -21,13 +21,34 @@ def test_an_old_name_still_answers_and_warns_where_it_went(ss):
         ss.no_such_thing  # noqa: B018
 
 
+def test_the_query_verbs_of_0_2_still_answer_on_the_session_and_warn_that_ss_streams_is_their_home(remote_url):
+    import sparkscope
+
+    with sparkscope.connect(remote_url) as mine:
+        mine.start(mine.source.rate(5), "moved_verbs")
+        with pytest.warns(DeprecationWarning, match=r"^ss\.query is deprecated: use ss\.streams\.get$") as said:
+            found = mine.query("moved_verbs")
+        assert said[0].filename == __file__
+        assert found is mine.streams.get("moved_verbs") and found.name == "moved_verbs"
+        with pytest.warns(DeprecationWarning, match=r"^ss\.queries is deprecated: use ss\.streams\.queries$"):
+            assert [info.name for info in mine.queries()] == ["moved_verbs"]
+        with pytest.warns(DeprecationWarning, match=r"^ss\.stop\(name\) is deprecated: use ss\.streams\.stop\(name\)"):
+            mine.stop("moved_verbs")
+        assert mine.streams.running() == []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mine.stop()  # as spark.stop(): the session ends
+        with pytest.raises(sparkscope.ConfigError, match="This sparkscope session is closed"):
+            mine.sql("SELECT 1")
+
+
 def test_an_old_keyword_still_works_and_warns(ss):
     with pytest.warns(DeprecationWarning, match=r"^queries\(all=…\) is deprecated: use catalogued=…$") as said:
-        old = [info.name for info in ss.queries(all=True)]
+        old = [info.name for info in ss.streams.queries(all=True)]
     assert said[0].filename == __file__  # the warning names the caller's line, not sparkscope's
-    assert old == [info.name for info in ss.queries(catalogued=True)]
+    assert old == [info.name for info in ss.streams.queries(catalogued=True)]
     with pytest.raises(TypeError, match="got both 'all' and 'catalogued'"):
-        ss.queries(all=True, catalogued=True)
+        ss.streams.queries(all=True, catalogued=True)
 
 
 def test_sql_returns_at_most_its_limit_and_says_when_there_were_more(ss):
@@ -45,7 +66,7 @@ def test_reading_the_monitor_starts_nothing_until_it_is_used(remote_url):
 
     with sparkscope.connect(remote_url) as fresh, warnings.catch_warnings():
         warnings.simplefilter("error")  # none of these is a deprecated name
-        monitor = fresh.monitor
+        monitor = fresh.streams.monitor
         parts = (fresh.server, fresh.catalog, fresh.streams, fresh.sinks, fresh.starter, fresh.url, fresh.session_id)
         assert all(part is not None for part in parts)
         assert monitor.mode == "stopped"  # no listener registered, no query listed

@@ -252,7 +252,7 @@ def test_close_returns_when_the_network_freezes(server, sandbox):
         ss = sparkscope.connect(f"sc://localhost:{proxy.port}/;token={token}")
         query = ss.start(ss.source.rate(5), "frozen_close")
         seen = threading.Event()
-        ss.monitor.subscribe(lambda event: seen.set() if event.kind == "progress" else None)
+        ss.streams.monitor.subscribe(lambda event: seen.set() if event.kind == "progress" else None)
         assert seen.wait(60), "no progress event arrived"
         session_id = ss.session_id
         proxy.freeze()
@@ -262,7 +262,7 @@ def test_close_returns_when_the_network_freezes(server, sandbox):
         assert not closer.is_alive(), "Session.close() hung on the frozen network"
         proxy.thaw()
     with sparkscope.connect(f"sc://localhost:{server.port}", session_id=session_id) as again:
-        again.stop_all()  # the abandoned stop may not have reached the server
+        again.streams.stop_all()  # the abandoned stop may not have reached the server
     assert query.id
 
 

@@ -113,7 +113,7 @@ def test_seed001_stream_static_join(ss, data_dir):
     assert sorted(ss.peek("inner_join").rows) == [("t1", "a", "thermo"), ("t2", "b", "hygro")]
     assert sorted(ss.peek("outer_join").rows, key=str) == sorted(
         [("t1", "a", "thermo"), ("t2", "b", "hygro"), ("t9", "c", None)], key=str)
-    ss.stop_all()
+    ss.streams.stop_all()
 
 
 def test_seed001_stream_stream_join_with_watermarks(ss, tmp_path):
@@ -179,7 +179,7 @@ def test_seed002_sliding_windows_into_iot_and_iot_rack(ss, data_dir):
     assert got == pytest.approx(sliding_avgs(False))
     got_rack = {(w["start"].strftime("%H:%M"), r): a for w, r, a in ss.peek("iot_rack", 50).rows}
     assert got_rack == pytest.approx(sliding_avgs(True))
-    ss.stop_all()
+    ss.streams.stop_all()
 
 
 def test_seed002_mobile_watermark_update_mode_drops_the_late_event(ss, data_dir, tmp_path):

@@ -260,7 +260,7 @@ def test_late_of_a_stopped_query_reads_its_watermark_from_the_checkpoint_in_a_ne
         ok, out, err = second.run(":late both_sides")
         assert ok and out.startswith("both_sides: event time at (delay 2 hours) and seen (delay 3 hours). "), (out,
                                                                                                           err)
-        other.stop_all()
+        other.streams.stop_all()
 
 
 def test_state_info_lists_the_variables_of_a_transform_with_state_query(ss, shell, tmp_path):

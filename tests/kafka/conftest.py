@@ -75,7 +75,7 @@ def ss(connector_server):
 
     session = sparkscope.connect(connector_server.url, token=connector_server.token)
     yield session
-    session.stop_all()
+    session.streams.stop_all()
     session.close()
 
 

@@ -82,12 +82,12 @@ def test_topics_produce_and_the_lag_through_the_connector(ss, connector_server, 
     wait_for(lambda: query.progress is not None and query.progress.input_rows == 10, 120, what="a batch of ten")
     progress = query.progress
     assert progress.offsets_behind == 200 - int(progress.sources[0].end_offset[topic]["0"])
-    info = wait_for(lambda: next((q for q in ss.queries() if q.name == "lagging" and q.behind), None), 60,
-                    what="the lag in ss.queries()")
+    info = wait_for(lambda: next((q for q in ss.streams.queries() if q.name == "lagging" and q.behind), None), 60,
+                    what="the lag in ss.streams.queries()")
     assert 0 < info.behind <= 190
     from sparkscope.core.rendering.dashboard import Dashboard
 
-    tracks = wait_for(lambda: [t for t in Dashboard(ss.monitor, None, lambda name: "").tracks()
+    tracks = wait_for(lambda: [t for t in Dashboard(ss.streams.monitor, None, lambda name: "").tracks()
                                if t.name == "lagging" and t.latest is not None and t.latest.offsets_behind],
                       60, what="the lag in :watch's data")
     assert 0 < tracks[0].latest.offsets_behind <= 190
@@ -107,12 +107,12 @@ def test_a_restarted_query_reads_every_record_exactly_once_through_the_connector
                       .select("amount").collect())
 
     wait_for(lambda: amounts() == list(range(30)), 120, what="the first 30")
-    ss.query("exactly_once").stop()
+    ss.streams.get("exactly_once").stop()
     kafka_broker.produce(topic, [json.dumps({"user": "u9", "amount": i}) for i in range(30, 40)])
     ss.restart("exactly_once")  # from its checkpoint: the Kafka offsets it committed
     wait_for(lambda: len(amounts()) >= 40, 120, what="the ten produced while it was stopped")
     assert amounts() == list(range(40))
-    ss.query("exactly_once").stop()
+    ss.streams.get("exactly_once").stop()
 
 
 def test_a_notebook_displays_a_kafka_stream_read_through_the_connector(connector_server, kafka_broker, topic):
@@ -180,7 +180,7 @@ def test_a_real_time_query_runs_kafka_to_kafka_and_what_it_lacks_is_said_before_
         with pytest.raises(UnsupportedOperation) as refused:
             start()
         assert str(refused.value).startswith(said), (name, str(refused.value))
-    assert [q.name for q in ss.running()] == []  # nothing was started by a refused start
+    assert [q.name for q in ss.streams.running()] == []  # nothing was started by a refused start
 
 
 def test_a_real_time_query_into_the_default_sink_shows_its_lines_in_peek_as_they_arrive(ss, kafka_broker, topic):
@@ -197,7 +197,7 @@ def test_a_real_time_query_into_the_default_sink_shows_its_lines_in_peek_as_they
              what="the lines produced after the start, in :peek (the newest 3 kept)")
     assert query.state == "active"
     # its latency: each row measured as it reached the ring, said with the batch's progress (which Spark's lacks)
-    measured = wait_for(lambda: next((p.latency for p in ss.monitor.history(query.id) if p.latency is not None),
+    measured = wait_for(lambda: next((p.latency for p in ss.streams.monitor.history(query.id) if p.latency is not None),
                                      None), 30, what="the real-time batch's latency, with its progress")
     assert measured.records == 4
     assert 0 <= measured.p50_ms <= measured.p99_ms <= measured.max_ms <= (time.time() - produced_at) * 1000

@@ -130,7 +130,7 @@ def test_the_default_sink_keeps_at_most_what_it_keeps_on_every_server(repl):
     assert "→ bounded sink (last 10,000 rows)" in repl.run(":start fast")
     assert "→ bounded sink (last 500 rows)" in repl.run(":start fast_kept fast --keep 500")
     def rows_in(name: str) -> int:
-        said = repl.run(f"sum(p.input_rows for p in ss.recent_progress(ss.query('{name}'), last=100))")
+        said = repl.run(f"sum(p.input_rows for p in ss.streams.recent_progress(ss.streams.get('{name}'), last=100))")
         last = said.strip().splitlines()[-1]
         return int(last) if last.isdigit() else 0
 

@@ -105,7 +105,7 @@ def _class_parents() -> dict[str, list[str]]:
 
 
 def test_no_class_of_ours_is_stacked_three_deep():
-    """Compose, don't stack: a class holds its parts (as the Session holds its QueryBook, SinkReader and
+    """Compose, don't stack: a class holds its parts (as the Session holds its QueryManager, SinkReader and
     QueryStarter). Errors are the one hierarchy, so exceptions are left aside."""
     parents = _class_parents()
 

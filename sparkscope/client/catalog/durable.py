@@ -48,8 +48,6 @@ class CatalogedSession(Protocol):
     @property
     def session_id(self) -> str: ...
 
-    def running(self) -> Sequence[RecordedQuery]: ...
-
     @property
     def streams(self) -> RecordedQueries: ...
 
@@ -63,7 +61,9 @@ class ServerOfSession(Protocol):
 
 
 class RecordedQueries(Protocol):
-    """What these functions ask of a Session's QueryBook."""
+    """What these functions ask of a Session's queries (ss.streams)."""
+
+    def running(self) -> Sequence[RecordedQuery]: ...
 
     def running_in(self, other_session: str) -> set[str] | None: ...
 
@@ -95,15 +95,15 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
     unless sparkscope made it for this very query and no other record uses it (checkpoints.kept_because): a
     checkpoint the user gave is theirs, and stays."""
     record = session.catalog.require(session.url, name)
-    if any(q.name == name for q in session.running()):
-        raise ConfigError(f"{name} is running", f"Stop it first (ss.query('{name}').stop())",
+    if any(q.name == name for q in session.streams.running()):
+        raise ConfigError(f"{name} is running", f"Stop it first (ss.streams.stop('{name}'))",
                           code="query_running", data={"name": name})
     elsewhere = record.state == ACTIVE and record.session_id not in (None, session.session_id)
     if elsewhere and record.query_id in (session.streams.running_in(str(record.session_id)) or set()):
         holder = session.catalog.holder(session.url, str(record.session_id))
         who = f", where another sparkscope (pid {holder}) works" if holder else ""
         raise ConfigError(f"{name} is running in session {str(record.session_id)[:8]}{who}: forgetting it would "
-                          "leave a query nobody can restart", f"Stop it first (ss.stop('{name}')), then "
+                          "leave a query nobody can restart", f"Stop it first (ss.streams.stop('{name}')), then "
                           "forget it", code="query_running", data={"name": name, "session_id": str(record.session_id)})
     if delete_checkpoint and record.checkpoint:
         if not session.server.target.on_this_machine:
@@ -125,7 +125,7 @@ def find_lost(session: CatalogedSession) -> list[Record]:
     active = [r for r in session.catalog.records(session.url) if r.state == ACTIVE]
     if not active:
         return []
-    running = {q.id for q in session.running()}
+    running = {q.id for q in session.streams.running()}
     lost: list[Record] = []
     by_session: dict[str, list[Record]] = {}
     for record in active:

@@ -230,7 +230,7 @@ class Catalog:
         record = self.get(server, name)
         if record is None:
             raise QueryNotFound(f"No query named '{name}' in the catalog of {server}",
-                                "See what it holds with ss.queries(catalogued=True)", code="not_in_catalog",
+                                "See what it holds with ss.streams.queries(catalogued=True)", code="not_in_catalog",
                                 data={"name": name})
         return record
 

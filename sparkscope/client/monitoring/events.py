@@ -73,8 +73,6 @@ class WatchedSession(Protocol):
     def inherits_listener(self) -> bool:
         """It rejoined a session whose client is gone: a listener the server holds for it is that client's."""
 
-    def running(self) -> Sequence[WatchedQuery]: ...
-
     @property
     def streams(self) -> WatchedQueries: ...
 
@@ -86,7 +84,9 @@ class ServerOfSession(Protocol):
 
 
 class WatchedQueries(Protocol):
-    """What the monitor asks of a Session's QueryBook."""
+    """What the monitor asks of a Session's queries (ss.streams)."""
+
+    def running(self) -> Sequence[WatchedQuery]: ...
 
     def known_queries(self) -> Sequence[WatchedQuery]: ...
 

@@ -260,7 +260,7 @@ class Monitor:
 
     def _missed_batches(self) -> bool:
         """Whether a running query has a newer batch than the stream delivered (one RPC per query)."""
-        for query in self._session.running():
+        for query in self._session.streams.running():
             last = query.progress
             track = self._book.track(query.id)
             known = track.latest if track is not None else None
@@ -296,7 +296,7 @@ class Monitor:
     # -- seeding, back-filling and polling ---------------------------------------------------------------
     def _seed(self) -> None:
         """Known queries and their recent history, before events start arriving."""
-        for query in self._session.running():
+        for query in self._session.streams.running():
             track = self._book.track_for(query.id, query.name)
             with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:
@@ -310,7 +310,7 @@ class Monitor:
 
     def _backfill(self) -> int:
         filled = 0
-        for query in self._session.running():
+        for query in self._session.streams.running():
             track = self._book.track_for(query.id, query.name)
             with swallowed(f"reading the recent progress of {query.name}"):
                 for progress in query.history:

@@ -1,4 +1,4 @@
-"""What the parts of a Session (QueryBook, SinkReader, QueryStarter) use of the Session that holds them: its public
+"""What the parts of a Session (QueryManager, SinkReader, QueryStarter) use of the Session that holds them: its public
 face only. Each part owns its own state (the book its queries, their lock and the monitor); this is what they share,
 and what the catalog, state and monitoring functions they call are handed (their own Protocols are narrower)."""
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..connection.capabilities import ServerFacts
     from ..connection.remote import Target
     from ..kafka.connector import KafkaSupport
+    from ..monitoring.monitor import Monitor
     from .query import Query, SinkReading
 
 
@@ -34,10 +35,6 @@ class OwningSession(Protocol):
     @property
     def inherits_listener(self) -> bool: ...
 
-    def query(self, name_or_id: str | Query) -> Query: ...
-
-    def running(self) -> list[Query]: ...
-
     @property
     def sinks(self) -> SinkReading: ...
 
@@ -46,7 +43,14 @@ class OwningSession(Protocol):
 
 
 class QueriesOfSession(Protocol):
-    """What the catalog, state and monitoring functions ask of the session's QueryBook (tracking.py)."""
+    """What the catalog, state and monitoring functions ask of the session's QueryManager (tracking.py)."""
+
+    def get(self, name_or_id: str | Query) -> Query: ...
+
+    def running(self) -> list[Query]: ...
+
+    @property
+    def monitor(self) -> Monitor: ...
 
     def running_in(self, other_session: str) -> set[str] | None: ...
 

@@ -44,7 +44,7 @@ class QueryError:
 
 @dataclass
 class QueryInfo:
-    """One row of `ss.queries()`."""
+    """One row of `ss.streams.queries()`."""
 
     name: str
     id: str
@@ -107,9 +107,9 @@ class Query:
         self._handle = handle
         # told when this process sees the query end: (query, "stopped" | "failed", short error)
         self.on_end: Callable[[Query, str, str | None], None] | None = None
-        self.owner: SinkOwner | None = None  # the session that knows it (QueryBook.add): its sink is read through it
+        self.owner: SinkOwner | None = None  # the session that knows it (QueryManager.add): its sink is read through it
         self.restart_note: str | None = None  # why the catalog cannot restart it, when it cannot
-        # adds to a progress what Spark's lacks: a real-time query's latency, which its ring measured (QueryBook.add)
+        # adds to a progress what Spark's lacks: a real-time query's latency, which its ring measured (QueryManager.add)
         self.measure: Callable[[Progress], Progress] | None = None
         self.name = name
         self.id: str = handle.id
@@ -252,7 +252,7 @@ class Query:
     def _owner(self) -> SinkOwner:
         if self.owner is None:
             raise UnsupportedOperation(f"{self.name} was not started or found by a sparkscope session",
-                                       "Read it through ss.query(name)")
+                                       "Read it through ss.streams.get(name)")
         return self.owner
 
     def process_all_available(self) -> None:
@@ -271,7 +271,7 @@ class Query:
             self.on_end(self, "stopped", None)
 
     def info(self, active: bool | None = None, latest: Progress | None = None) -> QueryInfo:
-        """One row of `ss.queries()`; the caller may already know whether it is active and its last progress."""
+        """One row of `ss.streams.queries()`; the caller may already know whether it is active and its last progress."""
         state = "active" if active else self.state
         last = latest if latest is not None else self.progress
         error = self._final_error.short if self._final_error else None

@@ -22,13 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..monitoring.lateness import Lateness
     from .owner import OwningSession
-    from .tracking import QueryBook
+    from .tracking import QueryManager
 
 
 class SinkReader:
     """Reading through a Session: a query's sink rows, batch SQL, plans and state, and cancelling what a thread runs."""
 
-    def __init__(self, session: OwningSession, book: QueryBook, sink: bounded_sink.BoundedSink) -> None:
+    def __init__(self, session: OwningSession, book: QueryManager, sink: bounded_sink.BoundedSink) -> None:
         self._s = session
         self._book = book
         self._sink = sink
@@ -38,7 +38,7 @@ class SinkReader:
         is read with no RPC before the read itself (a :peek is one round trip)."""
         try:
             known = self._book.known_by_name(name_or_query) if isinstance(name_or_query, str) else None
-            query = known or self._book.query(name_or_query)
+            query = known or self._book.get(name_or_query)
         except QueryNotFound:
             if isinstance(name_or_query, Query):
                 raise
@@ -55,7 +55,7 @@ class SinkReader:
                 if error.error_class and error.error_class.startswith(("TABLE_OR_VIEW_NOT_FOUND", "PARSE_SYNTAX_ERROR",
                                                                        "INVALID_IDENTIFIER")):
                     raise QueryNotFound(f"No query or table named '{name}'",
-                                        "List them with ss.queries(), or start one with ss.start(df, name)",
+                                        "List them with ss.streams.queries(), or start one with ss.start(df, name)",
                                         code="no_query_or_table", data={"name": name}) from exc
                 raise error from exc
             return df
@@ -119,7 +119,7 @@ class SinkReader:
         from .._pyspark import dataframe_from_plan
 
         try:
-            query = self._book.query(name)
+            query = self._book.get(name)
             if query.state == "active":
                 explained = query.explain(extended=True)
                 if "Logical Plan ==" in explained:  # before its first batch Spark explains none: the recorded one
@@ -139,7 +139,7 @@ class SinkReader:
         from ..monitoring.progress import batches_run
 
         try:
-            query = self._book.query(name)
+            query = self._book.get(name)
             name, history = query.name, batches_run(self._book.monitor.history(query.id) or query.history)
         except QueryNotFound:  # stopped or lost in another session: what the catalog and its checkpoint say
             history = []

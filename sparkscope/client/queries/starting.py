@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
     from .owner import OwningSession
-    from .tracking import QueryBook
+    from .tracking import QueryManager
 
 
 # one foreachBatch start at a time in this process (QueryStarter._start_foreach_batch)
@@ -106,7 +106,7 @@ def took_over_note(user: CheckpointUser, query: Query) -> str:
 class QueryStarter:
     """Starting queries for a Session, and starting catalogued ones again."""
 
-    def __init__(self, session: OwningSession, book: QueryBook, sink: bounded_sink.BoundedSink) -> None:
+    def __init__(self, session: OwningSession, book: QueryManager, sink: bounded_sink.BoundedSink) -> None:
         self._s = session
         self._book = book
         self._sink = sink
@@ -226,7 +226,7 @@ class QueryStarter:
         running = self._book.find_active_by_name(name, ignore_case=True)  # one look at what runs
         if running is not None and running.name == name:
             raise ConfigError(f"A query named '{name}' is already running",
-                              f"Stop it first (ss.query('{name}').stop()) or pick another name",
+                              f"Stop it first (ss.streams.stop('{name}')) or pick another name",
                               code="query_exists", data={"name": name})
         if running is not None:  # Spark's names of tables and views ignore case: both would read one view
             raise ConfigError(f"A query named '{running.name}' is running, and '{name}' differs from it only in "

@@ -40,10 +40,17 @@ class TailedSession(Protocol):
 
 
     @property
-    def monitor(self) -> Monitor: ...
+    def streams(self) -> TailedQueries: ...
 
     @property
     def sinks(self) -> SinkReading: ...
+
+
+class TailedQueries(Protocol):
+    """What a tail uses of a Session's queries (ss.streams)."""
+
+    @property
+    def monitor(self) -> Monitor: ...
 
 
 CONTINUOUS_POLL_MIN = 0.5  # seconds: the shortest interval a continuous query's epochs are looked for at
@@ -117,7 +124,7 @@ class Tail:
             return self
         self._thread = threading.Thread(target=self._run, name=f"sparkscope-tail-{self.query.name}", daemon=True)
         self._thread.start()
-        self._unsubscribe = self.session.monitor.subscribe(self._on_event)
+        self._unsubscribe = self.session.streams.monitor.subscribe(self._on_event)
         if from_start:  # a batch that ended before the subscription: read now (a later event is skipped)
             done = self.query.progress
             if done is not None:

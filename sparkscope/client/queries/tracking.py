@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..catalog import durable
 from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
 from ..deadline import within
+from ..deprecation import renamed_arguments
 from ..errors import QueryNotFound
 from ..error_reading import call, translated
 from ..logs import log, swallowed
@@ -32,10 +33,12 @@ _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), 
                ("ConsoleTable", "console"), ("FileSink", "file"))
 
 
-class QueryBook:
-    """The queries a Session knows: the ones it started, the ones it finds running, their progress, and what the
-    catalog says of them. It owns them, their lock and the monitor that listens to them; the starter and the reader
-    of the Session ask it through its methods."""
+class QueryManager:
+    """`ss.streams`: the session's streaming queries, as `spark.streams` (pyspark's StreamingQueryManager) holds a
+    SparkSession's: finding one (get), listing them, their progress and monitor, stopping, waiting for an end, and
+    what the catalog says of them (lost, forgotten). The one home of these verbs: the Session copies none of them.
+    It owns the queries, their lock and the monitor that listens to them; the Session's starter and reader ask it
+    through its methods."""
 
     def __init__(self, session: OwningSession,
                  look_into: Callable[[str | None], contextlib.AbstractContextManager[Any]],
@@ -111,8 +114,8 @@ class QueryBook:
             return exact
         return next((query for query in active if query.name.lower() == name.lower()), None)
 
-    def query(self, name_or_id: str | Query) -> Query:
-        """Find a query by name, id, or unique id prefix (active ones first)."""
+    def get(self, name_or_id: str | Query) -> Query:
+        """A query of this session by name, id, or unique id prefix (active ones first)."""
         if isinstance(name_or_id, Query):
             return name_or_id
         key = str(name_or_id)
@@ -143,6 +146,7 @@ class QueryBook:
             return None
         return monitor
 
+    @renamed_arguments(all="catalogued")
     def queries(self, catalogued: bool = False) -> list[QueryInfo]:
         """Every query of this session: active ones and those that stopped or failed (until reset).
 
@@ -173,6 +177,17 @@ class QueryBook:
         """This session's active queries (one RPC), including ones sparkscope did not start."""
         return self.adopt_active()
 
+    def stop(self, name_or_query: str | Query) -> None:
+        """Stop one query: of this session (by name, id or Query), or, by name, one the catalog says runs in another
+        session of this server (where a REPL or script of yours left it running)."""
+        try:
+            query = self.get(name_or_query)
+        except QueryNotFound:
+            if isinstance(name_or_query, str) and self.stop_elsewhere(name_or_query) is not None:
+                return
+            raise
+        query.stop()
+
     def started_here(self, query: Query) -> bool:
         """Whether this process started `query` (not found it: reattached, or another client's)."""
         return query.id in self._started_here
@@ -202,7 +217,7 @@ class QueryBook:
 
     # -- managing -------------------------------------------------------------------------------
     def stop_all(self, stopped: list[str] | None = None) -> list[str]:
-        """Stop every active query of the session; their names, each added to `stopped` as it stops (what
+        """Stop every active query of this session; their names, each added to `stopped` as it stops (what
         a caller that gave up waiting can still tell)."""
         stopped = [] if stopped is None else stopped
         for query in self.adopt_active():
@@ -211,6 +226,7 @@ class QueryBook:
         return stopped
 
     def await_any_termination(self, timeout: float | None = None) -> bool:
+        """Wait until one of this session's queries ends (True), or `timeout` seconds pass (False)."""
         with translated():
             if timeout is None:
                 self._s.spark.streams.awaitAnyTermination()
@@ -290,7 +306,7 @@ class QueryBook:
     def running_in(self, other_session: str) -> set[str] | None:
         """The ids of the queries running in another session of this server; None when it is gone."""
         with self._look_into(other_session) as other:
-            return None if other is None else {q.id for q in other.running()}
+            return None if other is None else {q.id for q in other.streams.running()}
 
     def stop_elsewhere(self, name: str) -> Record | None:
         """Stop the query `name` where the catalog says it runs: another session of this server, where this
@@ -300,7 +316,7 @@ class QueryBook:
         if record is None or record.state != ACTIVE or record.session_id in (None, self._s.session_id):
             return None
         with self._look_into(record.session_id) as other:
-            query = next((q for q in other.running() if q.id == record.query_id), None) if other else None
+            query = next((q for q in other.streams.running() if q.id == record.query_id), None) if other else None
             if query is not None:
                 query.stop()  # recorded as stopped in the catalog, as any stop
                 return record

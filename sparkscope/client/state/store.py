@@ -41,14 +41,14 @@ class StatefulSession(Protocol):
     @property
     def url(self) -> str: ...
 
-    def query(self, name_or_id: str) -> StatefulQuery: ...
-
     @property
     def streams(self) -> StatefulQueries: ...
 
 
 class StatefulQueries(Protocol):
-    """What reading state asks of a Session's QueryBook."""
+    """What reading state asks of a Session's queries (ss.streams)."""
+
+    def get(self, name_or_id: str) -> StatefulQuery: ...
 
     def known_queries(self) -> Sequence[StatefulQuery]: ...
 
@@ -107,7 +107,7 @@ def checkpoint_of(session: StatefulSession, name: str) -> tuple[str, str]:
         if known.name == name and known.checkpoint:
             return known.name, known.checkpoint
     try:
-        query = session.query(name)
+        query = session.streams.get(name)
         if query.checkpoint:
             return query.name, query.checkpoint
     except QueryNotFound:
@@ -181,7 +181,7 @@ def _state_error(name: str, checkpoint: str, exc: BaseException) -> Exception:
                                     "Read it after its first batch", code="no_batch_yet", data={"name": name})
     if why == "gone":
         return UnsupportedOperation(f"The checkpoint of {name} is gone or holds no committed batch ({checkpoint})",
-                                    f"Its state went with it; ss.forget('{name}') removes the record",
+                                    f"Its state went with it; ss.streams.forget('{name}') removes the record",
                                     code="checkpoint_gone",
                                     data={"name": name})
     if why == "no_changelog":

@@ -131,7 +131,7 @@ def forget(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         if kept is None and not (opts.flag("yes") or ctx.confirm(f"Delete {where}? {name} can then never resume. "
                                                                  "[y/N] ")):
             return Message("Nothing was changed.")
-    record = session.forget(name, delete_checkpoint=delete)
+    record = session.streams.forget(name, delete_checkpoint=delete)
     if not record.checkpoint:
         return Message(f"Forgot {name}.")
     if not delete:

@@ -61,7 +61,7 @@ def _readers(ctx: CommandContext, source: MemorySource) -> list[Query]:
     batch, by the plan the catalog recorded when they started (Spark explains no plan before a first batch)."""
     found = []
     session = ctx.session
-    for query in session.running():
+    for query in session.streams.running():
         progress = query.progress
         if progress is not None and progress.sources:
             if any(feed_of(s.description) == source.name for s in progress.sources):

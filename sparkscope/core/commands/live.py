@@ -21,11 +21,11 @@ def watch(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     from ..rendering.dashboard import Dashboard
 
     session = ctx.session
-    names = [session.query(name).name for name in args]
+    names = [session.streams.get(name).name for name in args]
     live = ctx.live()
 
     def stop_query(name: str) -> str:
-        session.query(name).stop()
+        session.streams.get(name).stop()
         return f"stopped {name}"
 
     def read_state(name: str, width: int) -> str:
@@ -39,7 +39,7 @@ def watch(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                       footer=f"({min(len(rows.rows), STATE_ROWS)} rows{more}; q back)")
         return render_table(table, width)
 
-    dashboard = Dashboard(session.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}",
+    dashboard = Dashboard(session.streams.monitor, names, stop_query, title=f"sparkscope :watch  {session.url}",
                           read_state=read_state)
     live.diverted = dashboard.show
     try:
@@ -61,7 +61,7 @@ def tail(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         return Message(f"Stopped tailing {', '.join(stopped)}" if stopped else "Nothing is being tailed")
     if not args:
         raise UsageError(":tail needs a query name", f"Usage: {tail.usage}")
-    query = ctx.session.query(args[0])
+    query = ctx.session.streams.get(args[0])
     if query.state != "active":
         raise UsageError(f"{query.name} is not running ({query.state})", f"Start it again: :start {query.name}")
     limit = int_option(opts.text("limit"), "rows", minimum=1) if "limit" in opts else 20

@@ -111,7 +111,7 @@ def queries(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         from .catalog import catalog_table
 
         return catalog_table(ctx.session.streams.catalog_records(), ctx.session.catalog.set_aside())
-    infos = ctx.session.queries()
+    infos = ctx.session.streams.queries()
     rows = [[q.name, short_id(q.id), q.state, q.keep or q.sink, q.mode, q.trigger,
              "-" if q.last_batch is None else q.last_batch, rate(q.input_rows_per_second),
              rate(q.processed_rows_per_second), behind(q.behind)] for q in infos]
@@ -158,8 +158,8 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
         if not args:
             what = "--chart" if opts.flag("chart") else "--export"
             raise UsageError(f":progress {what} needs a query name", f"Usage: :progress NAME {what}")
-        query = session.query(args[0])
-        history = session.monitor.history(query.id) or query.history
+        query = session.streams.get(args[0])
+        history = session.streams.monitor.history(query.id) or query.history
         history = history[-last:] if last else history
         if "export" in opts:
             target = export_target(ctx, opts)
@@ -168,12 +168,12 @@ def progress(ctx: CommandContext, args: list[str], opts: Options) -> Result:
                            {"batches": count, "path": str(target)})
         return Block(progress_charts(query.name, history), data=[p.raw for p in history])
     if args:
-        targets = [session.query(args[0])]
+        targets = [session.streams.get(args[0])]
     else:  # one RPC lists the running queries; progress comes from the monitor's cache when it listens
-        session.running()
+        session.streams.running()
         targets = session.streams.known_queries()
     # the batches that ran (Spark's idle reports name the next batch, which has not run): the last `last`, or one
-    histories = [(query, batches_run(session.recent_progress(query, RECENT))[-(last or 1):]) for query in targets]
+    histories = [(query, batches_run(session.streams.recent_progress(query, RECENT))[-(last or 1):]) for query in targets]
     if opts.flag("json"):
         items = [p.raw for _, history in histories for p in history]
         return Block("\n".join(json.dumps(i, indent=2) for i in items) or "[]", data=items)
@@ -228,7 +228,7 @@ def peek(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 def _why_no_rows(ctx: CommandContext, name: str) -> str | None:
     """A bounded query that keeps only its last seconds, and kept none: said, instead of an empty table alone."""
     try:
-        query = ctx.session.query(name)
+        query = ctx.session.streams.get(name)
     except SparkscopeError:
         return None
     keep = query.keep
@@ -240,7 +240,7 @@ def _why_no_rows(ctx: CommandContext, name: str) -> str | None:
 @command("status", "Show a query's state, status message and where it writes",
          args=(Arg("NAME", complete=Complete.QUERY),))
 def status(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    query = ctx.session.query(args[0])
+    query = ctx.session.streams.get(args[0])
     state = query.state
     rows: list[list[object]] = [["name", query.name], ["id", query.id], ["run id", query.run_id], ["state", state],
             ["sink", sink_text(query.sink, query.keep)], ["mode", query.mode], ["trigger", str(query.trigger)],
@@ -265,10 +265,10 @@ def explain(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     extended = bool(opts.flag("extended"))
     target = args[0]
     if target.isidentifier() and target not in ctx.namespace:
-        return Block(ctx.session.query(target).explain(extended))
+        return Block(ctx.session.streams.get(target).explain(extended))
     if target.isidentifier():
         with contextlib.suppress(QueryNotFound):  # a name in the namespace; a dead server is reported
-            return Block(ctx.session.query(target).explain(extended))
+            return Block(ctx.session.streams.get(target).explain(extended))
     df = ctx.evaluate(target)
     if not is_dataframe(df):
         raise UsageError(f"'{target}' is not a query or a DataFrame", "Give a query name or a DataFrame")
@@ -278,7 +278,7 @@ def explain(ctx: CommandContext, args: list[str], opts: Options) -> Result:
 @command("exception", "Show why a query failed (--full: with the JVM stack)",
          args=(Arg("NAME", complete=Complete.QUERY),), options=(flag("full"),))
 def exception(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    query = ctx.session.query(args[0])
+    query = ctx.session.streams.get(args[0])
     error = query.exception
     if error is None:
         return Message(f"{query.name} has no exception (state: {query.state})")
@@ -293,7 +293,7 @@ def exception(ctx: CommandContext, args: list[str], opts: Options) -> Result:
          args=(Arg("NAME", complete=Complete.QUERY),), options=(valued("timeout", "S"), flag("all-available")),
          runs=Runs.WAITS)
 def await_(ctx: CommandContext, args: list[str], opts: Options) -> Result:
-    query = ctx.session.query(args[0])
+    query = ctx.session.streams.get(args[0])
     if opts.flag("all-available"):
         query.process_all_available()
         return Message(f"{query.name} has processed all available data")
@@ -309,7 +309,7 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if opts.flag("all"):
         if args:
             raise UsageError("Give a query name or --all, not both", f"Usage: {stop.usage}")
-        names = ctx.session.stop_all()
+        names = ctx.session.streams.stop_all()
         if ctx.interactive:  # a tailed query's last batches print before the line that says it stopped
             ctx.live().finish_tails(names)
         return Message(f"Stopped {len(names)} quer{'y' if len(names) == 1 else 'ies'}" +
@@ -320,7 +320,7 @@ def stop(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     query: Query | None = None
     not_found: QueryNotFound | None = None
     try:
-        query = session.query(args[0])
+        query = session.streams.get(args[0])
     except QueryNotFound as exc:
         not_found = exc
     if query is None or query.state != "active":  # perhaps it runs in another session of this server

@@ -83,7 +83,7 @@ def replace_stopped_session(executor: ReplContext) -> None:
 
     old = executor.session
     try:
-        queries = within(LEAVE_DEADLINE, old.running, "listing running queries")
+        queries = within(LEAVE_DEADLINE, old.streams.running, "listing running queries")
     except SparkscopeError:
         queries = []
     if not executor.interactive:  # a script stops what it started, never what it found

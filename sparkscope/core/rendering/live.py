@@ -37,7 +37,7 @@ class Live:
         self.diverted: Callable[[str], None] | None = None
         self._rules = AlertRules(self._trigger_seconds, latency_over_ms=latency_limit_setting())
         self._lock = threading.Lock()
-        self._unsubscribe = session.monitor.subscribe(self._on_event)
+        self._unsubscribe = session.streams.monitor.subscribe(self._on_event)
 
     @property
     def latency_over_ms(self) -> float | None:

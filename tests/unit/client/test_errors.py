@@ -57,7 +57,7 @@ def test_a_query_name_in_use_says_which_and_what_to_do():
     error = translate(IllegalArgumentException(
         "Cannot start query with name counts as a query with that name is already active in this SparkSession"))
     assert error.code == "query_exists" and error.data == {"name": "counts"}
-    assert error.hint == "Stop it first (ss.query('counts').stop()) or pick another queryName"
+    assert error.hint == "Stop it first (ss.streams.stop('counts')) or pick another queryName"
     assert error_line(error) == ("error: Cannot start query with name counts as a query with that name is already "
                                  "active in this SparkSession. Stop it first (:stop counts) or pick another name.")
 

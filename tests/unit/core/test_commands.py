@@ -55,9 +55,9 @@ class FakeSession:
         self._queries = {q.name: q for q in queries or []}
         self.catalog = SimpleNamespace(get=lambda url, name: None)
         self.server = SimpleNamespace(version="4.3.0", target=SimpleNamespace(bare_url="sc://localhost:15002"))
-        self.streams = SimpleNamespace(lost_queries=lambda: [], known_queries=lambda: [])
+        self.streams = SimpleNamespace(lost_queries=lambda: [], known_queries=lambda: [], get=self._get)
 
-    def query(self, name: str) -> FakeQuery:
+    def _get(self, name: str) -> FakeQuery:
         if name not in self._queries:
             raise SparkscopeError(f"No query named '{name}'")
         return self._queries[name]
@@ -129,10 +129,6 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
     class Busy(FakeSession):
         closed_with: bool | None = None
 
-        def running(self) -> list[Any]:
-            raise SparkscopeError("Listing running queries got no answer within 5 s")
-
-
         def close(self, stop_queries: bool) -> list[str]:
             self.closed_with = stop_queries
             return ["leaving"] if stop_queries else []
@@ -143,7 +139,10 @@ def test_leaving_while_the_server_does_not_list_its_queries_asks_about_those_thi
     ctx.session.server = SimpleNamespace(target=SimpleNamespace(source="remote", token_source=None))
     known = [SimpleNamespace(name="leaving", known_state=lambda: None),
              SimpleNamespace(name="ended", known_state=lambda: "stopped")]
-    ctx.session.streams = SimpleNamespace(known_queries=lambda: known, started_here=lambda query: True)
+    def running() -> list[Any]:
+        raise SparkscopeError("Listing running queries got no answer within 5 s")
+
+    ctx.session.streams = SimpleNamespace(known_queries=lambda: known, started_here=lambda query: True, running=running)
     assert leave(ctx, None, None) == "Stopped leaving."
     assert asked == ["1 query is still running (leaving). Stop it? [y/N] "]
     assert ctx.session.closed_with is True
@@ -157,16 +156,14 @@ def test_leaving_says_which_query_the_server_did_not_stop_in_time_and_how_to_end
     from sparkscope.core.leaving import leave
 
     class Slow(FakeSession):
-        def running(self) -> list[Any]:
-            return [SimpleNamespace(name="fast"), SimpleNamespace(name="slow")]
-
         def close(self, stop_queries: bool) -> list[str]:
             return ["fast"]
 
     ctx = FakeContext(session=Slow(), answers=[True])
     ctx.confirm = lambda question: True  # type: ignore[method-assign]
     ctx.session.server = SimpleNamespace(target=SimpleNamespace(source="remote", token_source=None))
-    ctx.session.streams = SimpleNamespace(started_here=lambda query: True)
+    ctx.session.streams = SimpleNamespace(started_here=lambda query: True, running=lambda: [
+        SimpleNamespace(name="fast"), SimpleNamespace(name="slow")])
     assert leave(ctx, None, None) == ("Stopped fast.\nThe server did not stop slow in time: it runs on in session "
                                       "4e891c44. Start sparkscope again and :stop NAME to end it.")
 

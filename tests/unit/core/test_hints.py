@@ -22,7 +22,7 @@ def test_every_repl_hint_names_a_code_the_client_raises():
 def test_the_sdk_speaks_python_and_the_repl_speaks_commands():
     from sparkscope.core.rendering.render import error_line
 
-    err = ConfigError("A query named 'c' is already running", "Stop it first (ss.query('c').stop())",
+    err = ConfigError("A query named 'c' is already running", "Stop it first (ss.streams.stop('c'))",
                       code="query_exists", data={"name": "c"})
-    assert str(err) == "A query named 'c' is already running. Stop it first (ss.query('c').stop())."
+    assert str(err) == "A query named 'c' is already running. Stop it first (ss.streams.stop('c'))."
     assert error_line(err) == "error: A query named 'c' is already running. Stop it first (:stop c) or pick another name."

@@ -139,14 +139,45 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
     return call.result()
 
 
+@contextlib.contextmanager
+def _ctrl_c_as_a_flag() -> Any:
+    """While it waits, Ctrl-C only raises a flag, read between two waits: a KeyboardInterrupt raised at any
+    instruction can land inside Event.wait's own lock handling and leave that lock taken, and the next wait on it
+    (the cell's end) then never returns: Ctrl-C hung a script for good on a busy machine. The caller raises
+    KeyboardInterrupt itself, at a point where no lock is half-taken. Only the main thread receives signals."""
+    import signal
+
+    pressed = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        pressed[0] = True
+
+    before = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _wait(ctx: CommandRunner, call: Call[Any], deadline: float | None, give_up: Callable[[], bool]) -> None:
     """Wait for the call: say once that it still runs (after SLOW_NOTICE), and give up at the deadline. While a
     question [y/N] waits for the user, neither runs: the user, not the server, is slow, and both count from the
-    answer."""
+    answer. Ctrl-C during the wait is a KeyboardInterrupt raised here, between two waits (_ctrl_c_as_a_flag)."""
+    with _ctrl_c_as_a_flag() as pressed:
+        _wait_for(ctx, call, deadline, give_up, pressed)
+    if pressed[0]:
+        raise KeyboardInterrupt
+
+
+def _wait_for(ctx: CommandRunner, call: Call[Any], deadline: float | None, give_up: Callable[[], bool],
+              pressed: list[bool]) -> None:
     started = time.monotonic()
     ends = started + deadline if deadline else None
     told = not ctx.interactive
-    while not call.wait(0.05):
+    while not call.wait(0.05) and not pressed[0]:
         if ctx.asking.is_set():
             started = time.monotonic()
             ends = started + deadline if deadline else None

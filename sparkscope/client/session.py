@@ -35,7 +35,7 @@ from .queries.starting import QueryStarter
 from .queries.tail import TailBatch, follow
 from .queries.tracking import QueryManager
 from .connection.remote import Target
-from .session_server import ServerHere, SessionServer
+from .session_server import LocalServerView, SessionServer
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -97,7 +97,7 @@ class Session:
 
     def __init__(self, spark: SparkSession, target: Target, server_version: str,
                  keepalive: float = KEEPALIVE_SECONDS, server_home: Path | None = None,
-                 here: ServerHere | None = None):
+                 here: LocalServerView | None = None):
         from .connection.capabilities import KnownServers, ServerFacts
         from .kafka.connector import KafkaSupport
         from .paths import state_dir
@@ -333,7 +333,7 @@ class Session:
 
     @classmethod
     def open(cls, target: Target, *, timeout: float = 5.0, keepalive: float = KEEPALIVE_SECONDS,
-             activate: bool = True, server_home: Path | None = None, here: ServerHere | None = None) -> Session:
+             activate: bool = True, server_home: Path | None = None, here: LocalServerView | None = None) -> Session:
         """Open (or, with target.session_id, rejoin) a session. `activate`: make it the session pyspark's
         own helpers use (DDL parsing); off for sessions only looked into."""
         version = probe(target, timeout=timeout)
@@ -388,7 +388,7 @@ class Session:
 
     @classmethod
     def reattach(cls, target: Target, *, timeout: float = 5.0, server_home: Path | None = None,
-                 here: ServerHere | None = None) -> Session:
+                 here: LocalServerView | None = None) -> Session:
         """Rejoin the most recent session this client opened on the server whose queries still run
         (after a crash of the REPL or a script: no id to copy)."""
         server = target.with_session(None)
@@ -590,7 +590,7 @@ class Session:
         if drop_views and any(q.view for q in self._book.known_queries()):
             steps.append((lambda: self._starter.drop_views(running_too=stop_queries), "dropping the rows kept by queries"))
         if stop_queries:  # the memory sources a test fed go with the session, unless queries stay to read them
-            steps += [(source.forget, f"dropping the memory source {source.name}") for source in self._source.fed]
+            steps += [(source.drop, f"dropping the memory source {source.name}") for source in self._source.fed]
         steps.append((self._spark.stop, "releasing the session"))
         for step, what in steps:
             left = deadline - time.monotonic()

@@ -26,7 +26,7 @@ def warm_up_query(spark: Any) -> None:
     spark.range(8).selectExpr("id % 2 AS k").groupBy("k").count().collect()
 
 
-class ServerHere(Protocol):
+class LocalServerView(Protocol):
     """The embedded server of this machine, as a Session looks at it (sparkscope.server.connecting makes one).
     Each answer is about the server on `port` only, and only reads: none starts, stops or deletes anything."""
 
@@ -47,7 +47,7 @@ class SessionServer:
     embedded server it may be, None for the default) need no call to it."""
 
     def __init__(self, spark: Any, target: Target, version: str, *, kafka: KafkaSupport,
-                 facts: ServerFacts, here: ServerHere | None, home: Path | None):
+                 facts: ServerFacts, here: LocalServerView | None, home: Path | None):
         self._spark = spark
         self.target = target
         self.version = version

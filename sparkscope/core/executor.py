@@ -76,9 +76,9 @@ class Executor:
         importing pyspark: two threads importing the same modules can meet half-initialised ones."""
         if self.registry is not None:
             return
-        from .habits import databricks
-        from .habits.dbutils import DbUtils
-        from .habits.listener_warnings import ListenerWarnings
+        from .compat import databricks
+        from .compat.dbutils import DbUtils
+        from .compat.listener_warnings import ListenerWarnings
         from .commands.listing import REGISTRY
 
         self._listener_warnings = ListenerWarnings(self._say)  # while this REPL runs: finish() takes it off
@@ -228,10 +228,10 @@ class Executor:
 
     def input_ended(self) -> None:
         """An input (a cell) ended: when it ran spark.stop() on this session, a new one takes its place
-        (habits/sessions.py)."""
+        (compat/sessions.py)."""
         if not self.stop_requested:
             return
-        from .habits.sessions import replace_stopped_session
+        from .compat.sessions import replace_stopped_session
 
         self.stop_requested = False
         replace_stopped_session(self)
@@ -239,7 +239,7 @@ class Executor:
     def _run_magic(self, text: str) -> bool:
         """A Databricks magic cell: %sql runs as :sql, %python as Python, %fs as dbutils.fs; others get one line."""
         try:
-            from .habits.databricks import fs_magic, magic
+            from .compat.databricks import fs_magic, magic
 
             command = magic(text)
             if command is None and text.lstrip().startswith("%fs"):

@@ -107,7 +107,7 @@ class SessionHolder:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from .habits.install import install
+        from .compat.install import install
 
         install()
         self.given = {"spark": session.spark, "ss": session, "SparkSession": SparkSession, "F": F, "T": T,

@@ -98,7 +98,7 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
     tag = f"sparkscope-{uuid.uuid4().hex[:12]}"
     session = ctx.session_or_none()
     ctx.cancelled = threading.Event()
-    from .habits.user_code import UserCall, running_user_code
+    from .compat.user_code import UserCall, running_user_code
 
     user_call = UserCall(ctx, ctx.cancelled) if user_code else None
 

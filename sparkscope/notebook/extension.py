@@ -1,21 +1,21 @@
-"""`%load_ext sparkscope`: one Notebook per IPython shell (kernel.py), its magics (magics.py) and its display()
+"""`%load_ext sparkscope`: one NotebookFrontEnd per IPython shell (kernel.py), its magics (magics.py) and its display()
 (streams.py), put together when the extension loads and taken apart when it unloads."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .kernel import Notebook
+from .kernel import NotebookFrontEnd
 from .magics import TakenMagics, register
 from .streams import NotebookDisplay
 
-_loaded: dict[int, tuple[Notebook, TakenMagics]] = {}  # one per IPython shell
+_loaded: dict[int, tuple[NotebookFrontEnd, TakenMagics]] = {}  # one per IPython shell
 
 
 def load(shell: Any) -> None:
     if id(shell) in _loaded:
         return
-    notebook = Notebook(shell)
+    notebook = NotebookFrontEnd(shell)
     taken = register(shell, notebook)
     notebook.load(display=NotebookDisplay(notebook))
     _loaded[id(shell)] = (notebook, taken)

@@ -9,7 +9,7 @@ T), read from the cell's syntax tree, never its text. It opens on the embedded s
 An extension lives in someone else's shell: it changes only what it registers, chains to what was there (another
 extension's exception handler) and puts everything back when it unloads (its magics give back the ones they
 replaced; the names it put in the namespace go, and those they hid come back). While a cell runs it is the user's input, as a line is
-in the REPL (habits/user_code.py): getOrCreate() gives this session, a wait on a query never stops it, a console sink
+in the REPL (compat/user_code.py): getOrCreate() gives this session, a wait on a query never stops it, a console sink
 prints its batches in the cell. A failure of Spark or sparkscope is one line, as in the REPL; %trace shows its
 traceback. Any other exception is IPython's own.
 """
@@ -32,7 +32,7 @@ from ..client.logs import swallowed
 from ..client.secrets import redact
 from ..core.commands.registry import UsageError
 from ..core.executor import Executor
-from ..core.habits.user_code import StoppedWaiting, UserCall, mark_user_code
+from ..core.compat.user_code import StoppedWaiting, UserCall, mark_user_code
 from ..core.rendering.render import error_line
 from ..core.python_input import from_pyspark
 from ..core.session_holder import session_opener
@@ -74,7 +74,7 @@ class CellFailed(Exception):
         return [str(self)]
 
 
-class MagicWords:
+class MagicNamingStream:
     """A text stream that writes to the kernel's current stdout or stderr with each colon command named as the
     magic that runs it here (`:stop counts` is `%stop counts`)."""
 
@@ -92,7 +92,7 @@ class MagicWords:
         return False
 
 
-class Notebook:
+class NotebookFrontEnd:
     """sparkscope in one IPython shell: its executor, its cell hooks and its one-line errors."""
 
     def __init__(self, shell: Any):
@@ -100,8 +100,8 @@ class Notebook:
         # the names of the namespace that sparkscope's own hide from here on (the executor puts dbutils there now)
         self._hidden: dict[str, Any] = {name: shell.user_ns[name] for name in NAMES_GIVEN if name in shell.user_ns}
         self.magic_names: dict[str, str] = {}  # command -> how it is typed here (%peek, or %sparkscope ls)
-        self.executor = Executor(out=cast(TextIO, MagicWords(lambda: sys.stdout, self.spell)),
-                                 err=cast(TextIO, MagicWords(lambda: sys.stderr, self.spell)), interactive=True,
+        self.executor = Executor(out=cast(TextIO, MagicNamingStream(lambda: sys.stdout, self.as_magics)),
+                                 err=cast(TextIO, MagicNamingStream(lambda: sys.stderr, self.as_magics)), interactive=True,
                                  namespace=shell.user_ns, present=self._present, confirm=self._confirm)
         self.executor.holder.connect_on_demand(session_opener(None, on_server_wait=self.executor.holder.server_starting))
         self._words: re.Pattern[str] | None = None
@@ -150,7 +150,7 @@ class Notebook:
         if self.executor.holder.started and self.executor.session_or_none() is not None:
             note = self.executor.finish(detach=True)
             if note:
-                print(self.spell(note))
+                print(self.as_magics(note))
 
     # -- the session --------------------------------------------------------------------------------------
     def connect(self, remote: str | None, profile: str | None, session_id: str | None, reattach: bool) -> None:
@@ -186,7 +186,7 @@ class Notebook:
             try:
                 self.session()
             except Exception as exc:  # the cell runs on and meets the missing name: this line says why
-                print(self.spell(error_line(exc)), file=sys.stderr)
+                print(self.as_magics(error_line(exc)), file=sys.stderr)
 
     def _after_cell(self, result: Any) -> None:
         mark_user_code(None)
@@ -204,7 +204,7 @@ class Notebook:
         if line is None:
             shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
         else:  # the kernel's error output (the cell failed): this one line, as its value and as its traceback
-            said = CellFailed(self.spell(line))
+            said = CellFailed(self.as_magics(line))
             shell.showtraceback((CellFailed, said, None))
 
     def _line_for(self, value: BaseException) -> str | None:
@@ -235,9 +235,9 @@ class Notebook:
             return
         from IPython.display import display
 
-        from .output import Shown
+        from .output import NotebookResult
 
-        display(Shown(name, result, self.spell))
+        display(NotebookResult(name, result, self.as_magics))
 
     def _confirm(self, question: str) -> bool:
         """A notebook cannot answer a [y/N] question in the middle of a magic: the answer is no, said so."""
@@ -245,7 +245,7 @@ class Notebook:
               file=sys.stderr)
         return False
 
-    def spell(self, text: str) -> str:
+    def as_magics(self, text: str) -> str:
         """`text` as this kernel's user acts: each colon command named as the magic that runs it here, and Ctrl-C
         as the kernel's interrupt."""
         if self._words is None:

@@ -21,7 +21,7 @@ from ..core.arguments import connection_parser
 from ..core.commands.completion import command_candidates
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .kernel import Notebook
+    from .kernel import NotebookFrontEnd
 
 IN_A_CELL = {  # what the commands that follow queries do in a notebook, where the cell holds their output
     "watch": "Every query's newest batch, rates, durations, trends and alerts, updating in this cell until the kernel "
@@ -94,7 +94,7 @@ class CommandMagics(Magics):
     options and the names of the queries. A name the shell already has (%ls) stays the shell's: %sparkscope NAME
     runs ours."""
 
-    def __init__(self, shell: Any, notebook: Notebook):
+    def __init__(self, shell: Any, notebook: NotebookFrontEnd):
         super().__init__(shell)
         self.ipython = shell  # the shell, never None (Magics.shell may be)
         self.notebook = notebook
@@ -152,7 +152,7 @@ class CommandMagics(Magics):
                 return
             if command == "help" and line.strip().lstrip(":%") in IN_A_CELL:
                 wanted = REGISTRY.lookup(line.strip().lstrip(":%"))
-                self.notebook.executor.emit("help", Block(f"{self.notebook.spell(wanted.usage)}\n\n"
+                self.notebook.executor.emit("help", Block(f"{self.notebook.as_magics(wanted.usage)}\n\n"
                                                           f"{IN_A_CELL[wanted.name]}."))
                 return
         except UsageError as exc:
@@ -161,7 +161,7 @@ class CommandMagics(Magics):
         self.notebook.executor.run(f":{name} {line}".rstrip())
 
     def help_table(self) -> Table:
-        rows = [[self.notebook.magic_names[name], self.notebook.spell(IN_A_CELL.get(name, command.summary))]
+        rows = [[self.notebook.magic_names[name], self.notebook.as_magics(IN_A_CELL.get(name, command.summary))]
                 for name, command in sorted(REGISTRY.commands.items()) if name in self.notebook.magic_names]
         rows += [["%%sql", "A cell of SQL, run as %sql runs it"], ["%fs", "dbutils.fs over this machine's files: "
                                                                           "ls, head, mkdirs, rm, cp, mv, put"],
@@ -197,7 +197,7 @@ class CommandMagics(Magics):
 class SessionMagics(Magics):
     """%sparkscope: connect (its flags are the command line's), show the session, or run any command by its name."""
 
-    def __init__(self, shell: Any, notebook: Notebook, commands: CommandMagics):
+    def __init__(self, shell: Any, notebook: NotebookFrontEnd, commands: CommandMagics):
         super().__init__(shell)
         self.notebook = notebook
         self.commands = commands
@@ -236,7 +236,7 @@ class SessionMagics(Magics):
 class DatabricksMagics(Magics):
     """What a Databricks notebook has: %%sql (and a first line `%sql` with SQL below it), %md, %python, and %fs."""
 
-    def __init__(self, shell: Any, notebook: Notebook):
+    def __init__(self, shell: Any, notebook: NotebookFrontEnd):
         super().__init__(shell)
         self.ipython = shell
         self.notebook = notebook
@@ -262,7 +262,7 @@ class DatabricksMagics(Magics):
         self.notebook.executor.run(f"%fs {line}")
 
 
-def register(shell: Any, notebook: Notebook) -> TakenMagics:
+def register(shell: Any, notebook: NotebookFrontEnd) -> TakenMagics:
     """Every magic of sparkscope's in the shell; what they took, to give back."""
     taken = TakenMagics(shell)
     commands = CommandMagics(shell, notebook)

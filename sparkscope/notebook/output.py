@@ -18,7 +18,7 @@ from ..core.rendering.results import Block, Message, Table
 JSON_TYPE = "application/vnd.sparkscope.result+json"
 
 
-class Shown:
+class NotebookResult:
     """A command's result, for IPython's display(); `spell` names colon commands as this kernel's magics."""
 
     def __init__(self, name: str, result: Any, spell: Callable[[str], str] = str):

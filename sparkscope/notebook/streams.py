@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from ..client.errors import SparkscopeError
 from ..client.queries.dataframes import is_dataframe
 from ..client.queries.tail import Tail, TailBatch
-from ..core.habits.databricks import batch_table, start_displayed
+from ..core.compat.databricks import batch_table, start_displayed
 from ..core.rendering.live import batch_footer
 from ..core.rendering.render import WATCH_COLUMNS, WATCH_TRENDS, error_line, watch_cells
 from ..core.rendering.results import Message, Table
-from .output import Shown
+from .output import NotebookResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .kernel import Notebook
+    from .kernel import NotebookFrontEnd
 
 STREAM_ROWS = 100  # the rows of a batch a display() shows
 TREND = 20  # batches in a %watch trend
@@ -34,7 +34,7 @@ class NotebookDisplay:
     """`display` in a notebook with sparkscope loaded: a DataFrame as a table, a streaming one as a query whose
     batches replace each other in the cell; anything else as IPython shows it."""
 
-    def __init__(self, notebook: Notebook):
+    def __init__(self, notebook: NotebookFrontEnd):
         self._notebook = notebook
 
     def __repr__(self) -> str:
@@ -50,13 +50,13 @@ class NotebookDisplay:
         df, notebook = objs[0], self._notebook
         session = notebook.session()
         if not df.isStreaming:
-            return display(Shown("display", batch_table(df), notebook.spell))
+            return display(NotebookResult("display", batch_table(df), notebook.as_magics))
         query = start_displayed(session, df, streamName, processingTime, checkpointLocation)
         follow_stream(notebook, query)
         return None
 
 
-def follow_stream(notebook: Notebook, query: Any) -> None:
+def follow_stream(notebook: NotebookFrontEnd, query: Any) -> None:
     """Show each batch `query` commits in one output of this cell, until the kernel is interrupted or the query
     ends; then say which, and that an interrupted query runs on."""
     from IPython.display import display
@@ -64,7 +64,7 @@ def follow_stream(notebook: Notebook, query: Any) -> None:
     batches: queue.Queue[TailBatch | str] = queue.Queue()
     started = Message(f"{query.name} started: its batches show here as they commit "
                       f"(interrupt the kernel to stop watching; :stop {query.name} ends the query)")
-    handle = display(Shown("display", started, notebook.spell), display_id=True)
+    handle = display(NotebookResult("display", started, notebook.as_magics), display_id=True)
     tail = Tail(notebook.executor.session, query, batches.put, batches.put, limit=STREAM_ROWS)
     tail.start(from_start=True)
     last: list[Any] = [started]
@@ -76,7 +76,7 @@ def follow_stream(notebook: Notebook, query: Any) -> None:
                 continue
             # a batch that could not be read is said under the last one
             last = [*last[:1], Message(item)] if isinstance(item, str) else [_batch_table(item)]
-            handle.update(Shown("display", last, notebook.spell))
+            handle.update(NotebookResult("display", last, notebook.as_magics))
         _drain(batches, last, handle, notebook)
         ended = query.state
         note = f"{query.name} ended ({ended}): this output no longer updates."
@@ -88,10 +88,10 @@ def follow_stream(notebook: Notebook, query: Any) -> None:
                 f"(:stop {query.name} ends it).")
     finally:
         tail.stop()
-    handle.update(Shown("display", [*last, Message(note)], notebook.spell))
+    handle.update(NotebookResult("display", [*last, Message(note)], notebook.as_magics))
 
 
-def _drain(batches: queue.Queue[Any], last: list[Any], handle: Any, notebook: Notebook) -> None:
+def _drain(batches: queue.Queue[Any], last: list[Any], handle: Any, notebook: NotebookFrontEnd) -> None:
     """The batches that came in before the query ended, the newest shown."""
     newest = None
     while not batches.empty():
@@ -100,7 +100,7 @@ def _drain(batches: queue.Queue[Any], last: list[Any], handle: Any, notebook: No
             newest = item
     if newest is not None:
         last[:] = [_batch_table(newest)]
-        handle.update(Shown("display", last, notebook.spell))
+        handle.update(NotebookResult("display", last, notebook.as_magics))
 
 
 def _batch_table(batch: TailBatch) -> Table:
@@ -108,7 +108,7 @@ def _batch_table(batch: TailBatch) -> Table:
                  f"{time.strftime('%H:%M:%S')})", footer=batch_footer(batch))
 
 
-def watch(notebook: Notebook, names: list[str]) -> None:
+def watch(notebook: NotebookFrontEnd, names: list[str]) -> None:
     """%watch [NAME…]: every query's newest batch, rates and durations, with their trends and the alerts, in one
     output that updates once a second until the kernel is interrupted."""
     from IPython.display import display
@@ -118,17 +118,17 @@ def watch(notebook: Notebook, names: list[str]) -> None:
     live = notebook.executor.live()
     alerts: list[str] = []
     live.diverted = alerts.append  # the alerts show under the table instead of in whatever cell ran last
-    handle = display(Shown("watch", _watch_table(session, wanted, alerts), notebook.spell), display_id=True)
+    handle = display(NotebookResult("watch", _watch_table(session, wanted, alerts), notebook.as_magics), display_id=True)
     note = ""
     try:
         while True:
             time.sleep(_REFRESH)  # a redraw a second, as the terminal's dashboard; the interrupt ends it
-            handle.update(Shown("watch", _watch_table(session, wanted, alerts), notebook.spell))
+            handle.update(NotebookResult("watch", _watch_table(session, wanted, alerts), notebook.as_magics))
     except KeyboardInterrupt:
         note = "Stopped watching: the kernel was interrupted. The queries keep running."
     finally:
         live.diverted = None
-    handle.update(Shown("watch", [_watch_table(session, wanted, alerts), Message(note)], notebook.spell))
+    handle.update(NotebookResult("watch", [_watch_table(session, wanted, alerts), Message(note)], notebook.as_magics))
 
 
 def _watch_table(session: Any, names: list[str], alerts: list[str]) -> Table:

@@ -19,7 +19,7 @@ from .local import UI_READERS, LocalServer
 
 
 class EmbeddedServer:
-    """The embedded server of the state dir `home`, as a Session looks at it (client.session_server.ServerHere): reads
+    """The embedded server of the state dir `home`, as a Session looks at it (client.session_server.LocalServerView): reads
     its state file and the processes of this machine, and never starts, stops or deletes anything."""
 
     def __init__(self, home: Path | None = None):

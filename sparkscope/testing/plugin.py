@@ -71,5 +71,5 @@ def sparkscope_session(_sparkscope_connection: Any) -> Iterator[Any]:
             session.streams.stop_all()
         for source in session.source.fed[fed_before:]:
             with contextlib.suppress(Exception):
-                source.forget()
+                source.drop()
         del session.source.fed[fed_before:]

@@ -81,7 +81,7 @@ def test_a_name_is_its_user_s_so_another_user_finds_nothing_by_it(ss, other_user
     with pytest.raises(SparkscopeError) as refused:  # as sparkscope says it
         call(read.collect)
     assert str(refused.value).startswith("Sparkscope's sink keeps no such rows on this server")
-    assert other_user._jar.forget(query.view) is False
+    assert other_user._jar.drop(query.view) is False
     with pytest.raises(Exception, match="SPARKSCOPE_FEED_GONE"):
         other_user.spark.createDataFrame([(1,)], "id INT").write.format(WRITER).option("feed", src.name) \
             .mode("append").save()

@@ -88,9 +88,14 @@ def test_a_memory_source_says_in_one_line_what_it_cannot_take(ss):
         src.add("hello")
     with pytest.raises(ConfigError, match=r"^'x' is not an integer, for column id \(int\)"):
         src.add([("x", "y")])
-    src.forget()
-    with pytest.raises(ConfigError, match=r"^This memory source \(sparkscope_feed_\w+\) was forgotten"):
+    src.drop()
+    with pytest.raises(ConfigError, match=r"^This memory source \(sparkscope_feed_\w+\) was dropped"):
         src.add([(5, "e")])
+    old = ss.source.memory("id INT")
+    with pytest.warns(DeprecationWarning, match=r"^MemorySource\.forget\(\) is deprecated: use drop\(\)$"):
+        old.forget()
+    with pytest.raises(ConfigError, match=r"was dropped"):
+        old.add([(1,)])
 
 
 def test_the_plugin_stops_what_a_test_left_running_before_the_next_test(remote_url, tmp_path):

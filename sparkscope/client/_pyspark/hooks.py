@@ -12,7 +12,7 @@ _own = threading.local()  # depth of the SDK's own calls in this thread (own_cal
 
 
 # -- code written for pyspark, run in the REPL: the methods it calls, wrapped ---------------------
-# The REPL (core/habits/) decides what the wrappers do; only the calls its own user code
+# The REPL (core/compat/) decides what the wrappers do; only the calls its own user code
 # makes are affected, and sparkscope.connect() users keep pyspark's behaviour.
 def intercept(owner: type, name: str, around: Any) -> None:
     """Replace `owner.name` by a function calling `around(original, self, *args, **kwargs)`. Installing

@@ -114,7 +114,7 @@ def forget(session: CatalogedSession, name: str, *, delete_checkpoint: bool = Fa
             delete_guard.remove_tree(record.checkpoint.removeprefix("file:"))
         else:
             log.info("the checkpoint of %s stays at %s: %s", name, record.checkpoint, kept)
-    session.catalog.forget(session.url, name)
+    session.catalog.remove(session.url, name)
     return record
 
 

@@ -213,7 +213,7 @@ class Catalog:
             return None
         return int(pid)
 
-    def forget(self, server: str, name: str) -> Record | None:
+    def remove(self, server: str, name: str) -> Record | None:
         record = self.get(server, name)
         if record is not None:
             with self._db() as db:

@@ -145,7 +145,7 @@ class BoundedSink:
 
     def drop(self, view: str) -> None:
         """Free what the ring of one run keeps (its query, if it still runs, keeps nothing more)."""
-        self._jar.forget(view)
+        self._jar.drop(view)
 
     def discard(self, name: str, view: str) -> None:
         """A ring made for a query that did not start: the ring (and the checkpoint it made) and the view named

@@ -64,7 +64,7 @@ class MemorySource:
         with translated():
             self.df: DataFrame = spark.readStream.format(READER).option("feed", self.name).load()
         self.batches = 0
-        self._forgotten = False
+        self._dropped = False
 
     def __repr__(self) -> str:
         return f"<sparkscope memory source {self.name}: {self.batches} batches added ({self.schema.simpleString()})>"
@@ -74,8 +74,8 @@ class MemorySource:
         timestamp or date column is read as ISO 8601 ('2018-03-02 10:00:00'), a timestamp's in the session's time
         zone, as Spark reads TIMESTAMP '2018-03-02 10:00:00'. Returns the batch's number (0 first); each added batch
         is one micro-batch of a query that reads `df`."""
-        if self._forgotten:
-            raise ConfigError(f"This memory source ({self.name}) was forgotten: its batches are gone from the server",
+        if self._dropped:
+            raise ConfigError(f"This memory source ({self.name}) was dropped: its batches are gone from the server",
                               "Make a new one with ss.source.memory(schema)", code="feed_forgotten")
         if isinstance(rows, (str, bytes, Mapping)) or (isinstance(rows, tuple) and not _holds_rows(rows)):
             raise ConfigError(f"add takes a list of rows, and {rows!r} is one row or one value",
@@ -88,10 +88,19 @@ class MemorySource:
         self.batches += 1
         return self.batches - 1
 
-    def forget(self) -> None:
+    def drop(self) -> None:
         """Drop what the feed keeps on the server (a query still reading it fails)."""
-        self._jar.forget(self.name)
-        self._forgotten = True
+        self._jar.drop(self.name)
+        self._dropped = True
+
+    def forget(self) -> None:
+        """drop(), by its name before 0.3 (with a DeprecationWarning): `forget` meant three things."""
+        import warnings
+
+        from ..deprecation import callers_level
+
+        warnings.warn("MemorySource.forget() is deprecated: use drop()", DeprecationWarning, stacklevel=callers_level())
+        self.drop()
 
     def _zone(self) -> _dt.tzinfo | None:
         from ..rows import session_zone

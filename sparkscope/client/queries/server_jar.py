@@ -214,6 +214,6 @@ class ServerJar:
         what every user keeps that nothing uses (the server's owner only: anyone else frees their own)."""
         return [Kept.of(facts) for facts in self.call("free", all=every_user or None)]
 
-    def forget(self, name: str) -> bool:
+    def drop(self, name: str) -> bool:
         """Drop one ring or feed of this user now; whether it was there."""
         return bool(self.call("forget", name=name)[0].get("forgotten"))

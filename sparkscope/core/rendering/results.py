@@ -58,7 +58,7 @@ class SwitchSession:
     show once it is."""
 
     opener: Callable[[], Session]
-    said: Callable[[Session, Session | None, list[str]], Shown]
+    said: Callable[[Session, Session | None, list[str]], NotebookResult]
 
 
 @dataclass
@@ -68,8 +68,8 @@ class Follow:
 
     waiting: Callable[[], bool]
     cancelled: Callable[[], str | None]
-    ended: Callable[[], Shown]
+    ended: Callable[[], NotebookResult]
 
 
-Shown = Union[Table, Message, Block, list[Union[Table, Message, Block]], None]
-Result = Union[Shown, Exit, SwitchSession, Follow]
+NotebookResult = Union[Table, Message, Block, list[Union[Table, Message, Block]], None]
+Result = Union[NotebookResult, Exit, SwitchSession, Follow]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkscope.core.commands.registry import UsageError
-from sparkscope.core.habits.databricks import magic
+from sparkscope.core.compat.databricks import magic
 
 
 def test_the_sql_of_a_sql_magic_is_passed_on_as_written():

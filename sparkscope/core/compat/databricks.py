@@ -55,7 +55,7 @@ class Display:
         if not executor.interactive:
             return None  # a script goes on; the batches print as they come
         try:
-            query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (habits/waits.py)
+            query.handle.awaitTermination()  # Ctrl-C ends this wait, not the query (compat/waits.py)
         finally:
             live.untail(query.name)
         return None

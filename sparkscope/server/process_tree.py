@@ -11,14 +11,15 @@ same way.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..client.errors import ServerError
 from ..client.processes import alive, ancestors, marked
-from .signals import reap, send
+from .signals import kill_same, reap, terminate
 
 SERVER_MARK = "SPARKSCOPE_SERVER_HOME"
 
@@ -58,17 +59,23 @@ def spawned_by(home: Path, *, besides: tuple[int, ...] = ()) -> list[Spawned]:
 
 
 def end(processes: list[Spawned], grace: float) -> int:
-    """SIGTERM to each, SIGKILL after `grace` seconds to those still there; how many there were to end."""
-    pids = [p.pid for p in processes if send(p.pid, signal.SIGTERM)]
+    """SIGTERM to each, SIGKILL after `grace` seconds to those still there (and still the same process: psutil
+    checks); how many there were to end."""
+    ending = []
+    for spawned in processes:
+        with contextlib.suppress(ServerError):  # another user's: not ours to end
+            process = terminate(spawned.pid)
+            if process is not None:
+                ending.append(process)
     deadline = time.monotonic() + grace
-    while pids and time.monotonic() < deadline:
-        pids = [pid for pid in pids if _still_there(pid)]
-        if pids:
+    while ending and time.monotonic() < deadline:
+        ending = [process for process in ending if _still_there(process.pid)]
+        if ending:
             time.sleep(0.1)  # polling their end, with a deadline
-    for pid in pids:
-        send(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    for process in ending:
+        kill_same(process)
     deadline = time.monotonic() + 5
-    while any(_still_there(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(_still_there(process.pid) for process in ending) and time.monotonic() < deadline:
         time.sleep(0.05)
     return len(processes)
 

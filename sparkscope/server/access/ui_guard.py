@@ -12,9 +12,6 @@ to the master's JSON endpoint with it.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import json
 import secrets
 
 FILTER = "org.apache.spark.ui.JWSFilter"
@@ -32,12 +29,11 @@ def filter_settings(key: str) -> dict[str, str]:
 
 
 def bearer(key: str) -> str:
-    """The Authorization header value the filter accepts: a JWS signed with `key`."""
-    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    payload = _b64(json.dumps({"sub": "sparkscope"}).encode())
+    """The Authorization header value the filter accepts: a JWS signed (HS256, by PyJWT) with `key`."""
+    import jwt
+
     raw_key = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
-    signature = hmac.new(raw_key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"Bearer {header}.{payload}.{_b64(signature)}"
+    return f"Bearer {jwt.encode({'sub': 'sparkscope'}, raw_key, algorithm='HS256')}"
 
 
 def _b64(data: bytes) -> str:

@@ -22,7 +22,8 @@ SOURCE = ROOT / "sparkscope" / "jars" / "src"
 JAR = ROOT / "sparkscope" / "jars" / "sparkscope.jar"
 ENTRY_TIME = "2026-01-01T00:00:02Z"  # every entry's time: the jar's bytes depend on its source and the JDK alone
 COMPILE_AGAINST = ("spark-catalyst_", "spark-connect_", "spark-core_", "spark-sql_", "spark-sql-api_", "spark-unsafe_", "spark-common-utils_",
-                   "scala-library-", "kryo-shaded-")  # kryo: UnsafeRow implements its interface
+                   "scala-library-", "kryo-shaded-",  # kryo: UnsafeRow implements its interface
+                   "jackson-core-", "jackson-databind-", "jackson-annotations-")  # Control's answers as JSON
 
 
 def build(out: Path) -> Path:

@@ -126,7 +126,7 @@ class Session:
         self._stop_explaining: Callable[[], None] = lambda: None
         self._server_home = server_home  # the state dir of the embedded server it talks to (None: the default)
         self._bounded_sink = BoundedSink(spark, self._jar)
-        self._book = QueryManager(self, self._looking_into, self._bounded_sink.latency)
+        self._book = QueryManager(self, self._looking_into, self._bounded_sink.latency, closed=lambda: self._handed_back)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
         self._here = here  # the embedded server of this machine, when this session may be on it

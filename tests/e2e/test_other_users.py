@@ -24,7 +24,7 @@ def ana_and_bob(server):
         try:
             yield ana, query, tokens["bob_e2e"]
         finally:
-            ana.stop_all()
+            ana.streams.stop_all()
             ana.close()
 
 

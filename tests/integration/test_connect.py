@@ -66,7 +66,7 @@ def test_session_ids_are_distinct_and_reattach_keeps_queries(remote_url):
     third = sparkscope.connect(remote_url)
     try:
         assert third.session_id != session_id
-        assert third.queries() == []
+        assert third.streams.queries() == []
     finally:
         third.close()
 

@@ -40,7 +40,7 @@ def ana(server, tokens):
 
 
 def anas_rows_go_on(ana_session) -> None:
-    query = ana_session.query("orders")
+    query = ana_session.streams.get("orders")
     batch = query.progress.batch_id
     wait_for(lambda: query.progress.batch_id > batch, timeout=60, what="ana's query making batches")
     assert ana_session.peek("orders").rows
@@ -191,7 +191,7 @@ def test_bob_s_own_sdk_and_commands_reach_nothing_of_ana_s(server, tokens, ana):
         assert ok and ana_session.session_id[:8] not in out and query.view not in out
         with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):  # her view is her session's
             bob.spark.table(query.view).collect()
-        bob.stop("orders")
+        bob.streams.stop("orders")
         with pytest.raises(ConfigError, match="is longer than the longest, 7 days"):
             bob.start(bob.source.rate(5), "kept_forever", grace="30d")
     assert len(ana_session.peek("orders", n=100).rows) == 50

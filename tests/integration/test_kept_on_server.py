@@ -28,14 +28,14 @@ def test_a_killed_client_s_ring_ends_a_grace_period_after_its_query_is_stopped_e
     assert item is not None and (item.kind, item.query, item.state, item.session) == (
         "ring", "left_behind", "running", session)  # its query runs on: the ring with it
     assert item.rows > 0 and item.bytes > 0
-    ss.stop("left_behind")  # it runs in the session its client left: stopped there, or QueryNotFound
+    ss.streams.stop("left_behind")  # it runs in the session its client left: stopped there, or QueryNotFound
     wait_for(lambda: _kept(ss, ring) is None, timeout=30, what="the ring freed after its 1 s of grace")
 
 
 def test_a_ring_whose_client_exited_with_its_session_open_ends_with_its_query(ss, remote_url, data_dir):
     ring, _ = leave_behind(remote_url, "exit", "stream")
     assert _kept(ss, ring).state == "running"  # its session is open on the server, and the query runs in it
-    ss.stop("left_behind")
+    ss.streams.stop("left_behind")
     wait_for(lambda: _kept(ss, ring) is None, timeout=30, what="the ring freed after its 1 s of grace")
 
 
@@ -97,7 +97,7 @@ def test_two_users_may_both_have_a_query_of_the_same_name(ss, other_user):
     wait_for(lambda: ss.peek("same_name").rows and other_user.peek("same_name").rows, what="rows in both")
     assert {row[0] for row in ss.peek("same_name").rows} == {"mine"}
     assert {row[0] for row in other_user.peek("same_name").rows} == {"theirs"}
-    other_user.stop_all()
+    other_user.streams.stop_all()
 
 
 def test_the_same_user_s_second_session_reads_the_rows(ss, remote_url):

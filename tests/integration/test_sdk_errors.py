@@ -71,8 +71,9 @@ def test_a_closed_session_and_its_queries_say_that_they_are_closed(remote_url):
 
     with sparkscope.connect(remote_url) as closed:
         query = closed.start(closed.source.rate(1), "after_with")
-    for use in (lambda: closed.queries(), lambda: closed.peek("after_with"), lambda: closed.source.rate(),
-                lambda: closed.query("after_with")):
+    for use in (lambda: closed.streams.queries(), lambda: closed.peek("after_with"), lambda: closed.source.rate(),
+                lambda: closed.streams.get("after_with"), lambda: closed.streams.running(),
+                lambda: closed.streams.monitor):
         with pytest.raises(ConfigError) as err:
             use()
         assert str(err.value) == ("This sparkscope session is closed (its with block ended, or close() was called). "

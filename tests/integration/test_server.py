@@ -173,7 +173,7 @@ def test_token_server_accepts_right_token_rejects_wrong_and_missing(tmp_path):
         stopped = local.stop(grace=10)
     assert stopped is not None and stopped.pid == info.pid
     with pytest.raises(ConnectionFailed) as gone:  # the server went away under an open session
-        survivor.queries()
+        survivor.streams.queries()
     assert str(gone.value) == ("The Spark Connect server is not reachable. "
                                "Check that it is running (sparkscope.LocalServer().status(), for the embedded "
                                "server) and the URL is right.")

@@ -153,7 +153,7 @@ def test_an_abandoned_ring_ends_with_its_scratch_checkpoint_and_the_jar_says_its
         assert (item.state, item.yours) == ("running", True)
         assert (item.scratch is not None) == (kind != "spark-4.0")  # 4.0's admin gave a checkpoint root
         assert item.scratch is None or Path(item.scratch).is_dir()
-        ss.stop("left_behind")
+        ss.streams.stop("left_behind")
         wait_for(lambda: ring not in [thing.name for thing in ss.kept()], timeout=30, what="the ring freed")
         assert item.scratch is None or not Path(item.scratch).exists()
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..catalog import durable
 from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
 from ..deadline import within
 from ..deprecation import renamed_arguments
-from ..errors import QueryNotFound
+from ..errors import QueryNotFound, session_closed
 from ..error_reading import call, translated
 from ..logs import log, swallowed
 from . import bounded_sink
@@ -29,8 +30,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CALL_DEADLINE = 5.0  # seconds for a call made on the monitor's thread
 BATCH_RECORD_EVERY = 5.0  # seconds between catalog writes of a query's last batch id
+T = TypeVar("T")
 _SINK_NAMES = (("MemorySink", "memory"), ("ForeachBatchSink", "foreach_batch"), ("ForeachWriterTable", "foreach"),
                ("ConsoleTable", "console"), ("FileSink", "file"))
+
+
+def _while_open(method: Callable[..., T]) -> Callable[..., T]:
+    """A verb that asks the server: once the session is closed, it says so (as the Session's own methods do) instead
+    of failing somewhere in pyspark."""
+    @functools.wraps(method)
+    def guarded(self: QueryManager, *args: Any, **kwargs: Any) -> T:
+        if self._closed():
+            raise session_closed()
+        return method(self, *args, **kwargs)
+
+    return guarded
 
 
 class QueryManager:
@@ -42,7 +56,8 @@ class QueryManager:
 
     def __init__(self, session: OwningSession,
                  look_into: Callable[[str | None], contextlib.AbstractContextManager[Any]],
-                 ring_latency: Callable[[str, int | None], Latency | None] | None = None) -> None:
+                 ring_latency: Callable[[str, int | None], Latency | None] | None = None,
+                 closed: Callable[[], bool] = lambda: False) -> None:
         self._s = session  # its public face: spark, catalog, url, server (and what the catalog functions need)
         self._look_into = look_into  # another session of the server, joined for a look (None when it is gone)
         self._ring_latency = ring_latency  # a ring's latency of a batch (BoundedSink.latency)
@@ -51,6 +66,7 @@ class QueryManager:
         self._lock = threading.RLock()
         self._monitor: Monitor | None = None
         self._batch_recorded: dict[str, float] = {}  # when each query's last batch was written to the catalog
+        self._closed = closed  # the session's close() has finished: the verbs that ask the server say so
 
     def add(self, query: Query, *, started_here: bool) -> None:
         """Know `query` from now on; `started_here`: this process started it (it did not find it running)."""
@@ -114,6 +130,7 @@ class QueryManager:
             return exact
         return next((query for query in active if query.name.lower() == name.lower()), None)
 
+    @_while_open
     def get(self, name_or_id: str | Query) -> Query:
         """A query of this session by name, id, or unique id prefix (active ones first)."""
         if isinstance(name_or_id, Query):
@@ -146,6 +163,7 @@ class QueryManager:
             return None
         return monitor
 
+    @_while_open
     @renamed_arguments(all="catalogued")
     def queries(self, catalogued: bool = False) -> list[QueryInfo]:
         """Every query of this session: active ones and those that stopped or failed (until reset).
@@ -173,10 +191,12 @@ class QueryManager:
                                            checkpoint=record.checkpoint))
         return infos
 
+    @_while_open
     def running(self) -> list[Query]:
         """This session's active queries (one RPC), including ones sparkscope did not start."""
         return self.adopt_active()
 
+    @_while_open
     def stop(self, name_or_query: str | Query) -> None:
         """Stop one query: of this session (by name, id or Query), or, by name, one the catalog says runs in another
         session of this server (where a REPL or script of yours left it running)."""
@@ -197,6 +217,7 @@ class QueryManager:
         with self._lock:
             return list(self._queries.values())
 
+    @_while_open
     def recent_progress(self, query: Query, last: int | None = None) -> list[Progress]:
         """The progress of the query's last `last` batches (or of its latest one): from the monitor when
         it listens (no RPC), otherwise one call to the server."""
@@ -216,6 +237,7 @@ class QueryManager:
             return sum(1 for query in self._queries.values() if query.known_state() is None)
 
     # -- managing -------------------------------------------------------------------------------
+    @_while_open
     def stop_all(self, stopped: list[str] | None = None) -> list[str]:
         """Stop every active query of this session; their names, each added to `stopped` as it stops (what
         a caller that gave up waiting can still tell)."""
@@ -225,6 +247,7 @@ class QueryManager:
             stopped.append(query.name)
         return stopped
 
+    @_while_open
     def await_any_termination(self, timeout: float | None = None) -> bool:
         """Wait until one of this session's queries ends (True), or `timeout` seconds pass (False)."""
         with translated():
@@ -233,6 +256,7 @@ class QueryManager:
                 return True
             return bool(self._s.spark.streams.awaitAnyTermination(int(max(1, round(timeout)))))
 
+    @_while_open
     def reset_terminated(self) -> int:
         """Forget stopped and failed queries; returns how many were forgotten."""
         call(self._s.spark.streams.resetTerminated)
@@ -244,6 +268,7 @@ class QueryManager:
         return len(gone)
 
     @property
+    @_while_open
     def monitor(self) -> Monitor:
         """Live progress of every query of this session, pushed by a listener that starts at the monitor's first use
         (not under this book's lock: its first look at the running queries needs it)."""
@@ -293,6 +318,7 @@ class QueryManager:
                                             query_id=query.id)
 
     # -- the catalog: what was lost, and forgetting -----------------------------------------------
+    @_while_open
     def forget(self, name: str, *, delete_checkpoint: bool = False) -> Record:
         """Remove a stopped, failed or lost query from the catalog; its checkpoint stays unless asked."""
         return durable.forget(self._s, name, delete_checkpoint=delete_checkpoint)

@@ -148,12 +148,14 @@ public final class HoldingsCheck {
 
         Map<String, Object> answer = new LinkedHashMap<>();
         List<Object> list = new ArrayList<>();
-        list.add("a\"b\\c\n");
+        list.add("a\"b\\c\n\u0001\u00e9");
         list.add(null);
         answer.put("list", list);
         answer.put("n", 3L);
         answer.put("yes", true);
-        check("an answer's JSON", "{\"list\":[\"a\\\"b\\\\c\\u000a\",null],\"n\":3,\"yes\":true}", Control.json(answer));
+        // Jackson's JSON: a quote, a backslash and a control character escaped, the rest as it is
+        check("an answer's JSON", "{\"list\":[\"a\\\"b\\\\c\\n\\u0001\u00e9\",null],\"n\":3,\"yes\":true}",
+              Control.json(answer));
         System.exit(failed == 0 ? 0 : 1);
     }
 }

@@ -31,6 +31,9 @@
  */
 package sparkscope.v3;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
@@ -283,38 +286,14 @@ public final class Control implements TableProvider {
         return rows;
     }
 
-    /** JSON of maps, lists, strings, numbers, booleans and nulls. */
+    private static final ObjectMapper JSON = new ObjectMapper();  // Spark's own Jackson, on every 4.x server's class path
+
+    /** JSON of maps, lists, strings, numbers, booleans and nulls, written by Jackson. */
     static String json(Object value) {
-        if (value == null) {
-            return "null";
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("sparkscope could not write its answer as JSON", e);
         }
-        if (value instanceof Number || value instanceof Boolean) {
-            return value.toString();
-        }
-        if (value instanceof Map) {
-            List<String> members = new ArrayList<>();
-            for (Map.Entry<?, ?> member : ((Map<?, ?>) value).entrySet()) {
-                members.add(json(String.valueOf(member.getKey())) + ":" + json(member.getValue()));
-            }
-            return "{" + String.join(",", members) + "}";
-        }
-        if (value instanceof List) {
-            List<String> items = new ArrayList<>();
-            for (Object item : (List<?>) value) {
-                items.add(json(item));
-            }
-            return "[" + String.join(",", items) + "]";
-        }
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : value.toString().toCharArray()) {
-            if (c == '"' || c == '\\') {
-                out.append('\\').append(c);
-            } else if (c < 0x20) {
-                out.append(String.format("\\u%04x", (int) c));
-            } else {
-                out.append(c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,6 +26,18 @@ def callers_level() -> int:
     return level
 
 
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../sparkscope/
+
+
+def deprecated(message: str) -> None:
+    """Warn that a name is deprecated, at the user's line: on Python 3.12+ Python itself skips sparkscope's frames
+    (skip_file_prefixes); before, callers_level counts them."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, DeprecationWarning, skip_file_prefixes=(PACKAGE_DIR,))  # type: ignore[call-overload]
+    else:
+        warnings.warn(message, DeprecationWarning, stacklevel=callers_level())
+
+
 def renamed_arguments(**renamed: str) -> Callable[[F], F]:
     """`@renamed_arguments(all="catalogued")`: a call with the old keyword still works, and warns. The signature
     shown (inspect, help(), the API snapshot) is the new one."""
@@ -35,8 +49,7 @@ def renamed_arguments(**renamed: str) -> Callable[[F], F]:
                     if new in kwargs:
                         raise TypeError(f"{function.__name__}() got both {old!r} and {new!r}; {old!r} is "
                                         f"the old name of {new!r}")
-                    warnings.warn(f"{function.__name__}({old}=…) is deprecated: use {new}=…", DeprecationWarning,
-                                  stacklevel=callers_level())
+                    deprecated(f"{function.__name__}({old}=…) is deprecated: use {new}=…")
                     kwargs[new] = kwargs.pop(old)
             return function(*args, **kwargs)
 

@@ -19,7 +19,7 @@ from ._pyspark import (default_retry_policy, fill_confs_the_server_lacks, hold_p
                        make_active, pass_on_active, release_process_settings, session_builder, session_id, user_id)
 from .catalog.records import ACTIVE, Catalog, Record
 from .deadline import within
-from .deprecation import callers_level, renamed_arguments
+from .deprecation import deprecated, renamed_arguments
 from .logs import log, swallowed
 from .errors import AuthenticationFailed, ConnectionFailed, DeadlineExceeded, ServerUnreachable, SparkscopeError, UnsupportedOperation, session_changed, session_closed
 from .error_reading import call, translate, translated
@@ -210,9 +210,8 @@ class Session:
         caller = frame.f_back if frame is not None else None
         if caller is not None and str(caller.f_globals.get("__name__", "")).startswith("sparkscope."):  # its own code
             raise AttributeError(f"'Session' object has no attribute {name!r}: sparkscope's own code uses ss.{moved}")
-        import warnings
 
-        warnings.warn(f"ss.{name} is deprecated: use ss.{moved}", DeprecationWarning, stacklevel=callers_level())
+        deprecated(f"ss.{name} is deprecated: use ss.{moved}")
         found: Any = self
         for part in moved.rstrip("()").split("."):
             found = getattr(found, part)
@@ -239,10 +238,9 @@ class Session:
         if name_or_query is None:
             self.close()
             return
-        import warnings
 
-        warnings.warn("ss.stop(name) is deprecated: use ss.streams.stop(name) (ss.stop() ends the session, as "
-                      "spark.stop() does)", DeprecationWarning, stacklevel=callers_level())
+        deprecated("ss.stop(name) is deprecated: use ss.streams.stop(name) (ss.stop() ends the session, as "
+                   "spark.stop() does)")
         self._book.stop(name_or_query)
 
     # -- reading what queries wrote and hold (SinkReader: queries/sink_reading.py) ----------------

@@ -95,11 +95,9 @@ class MemorySource:
 
     def forget(self) -> None:
         """drop(), by its name before 0.3 (with a DeprecationWarning): `forget` meant three things."""
-        import warnings
+        from ..deprecation import deprecated
 
-        from ..deprecation import callers_level
-
-        warnings.warn("MemorySource.forget() is deprecated: use drop()", DeprecationWarning, stacklevel=callers_level())
+        deprecated("MemorySource.forget() is deprecated: use drop()")
         self.drop()
 
     def _zone(self) -> _dt.tzinfo | None:

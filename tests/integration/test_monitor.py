@@ -271,7 +271,9 @@ def test_the_garbage_collector_stays_on_while_event_streams_wait(ss, monitor, re
     joined = sparkscope.connect(remote_url, session_id=ss.session_id)
     try:
         second = joined.streams.monitor  # the session's event stream is the first client's: this one polls
-        wait_for(lambda: len(second.history("mon_gc")) >= 2 and second.mode == "polling")  # its first use starts it
+        # its first use starts it; polling begins once the registration has been given up (up to three 5 s
+        # deadlines), which a loaded CI machine stretches past 30 s
+        wait_for(lambda: len(second.history("mon_gc")) >= 2 and second.mode == "polling", 120)
         assert gc.isenabled(), "pyspark left the garbage collector off"
     finally:
         joined.close(stop_queries=False)  # leaves the session (shared with `ss`) to its first client

@@ -102,6 +102,7 @@ class Event:
     error: str | None = None
     message: str | None = None
     code: str | None = None  # a notice's situation, for a front end's own hint (e.g. "server_gone")
+    run_id: str | None = None  # the run a started or terminated event is of (a restart keeps the id, not the run)
     at: float = field(default_factory=time.time)
 
 
@@ -117,6 +118,7 @@ class Track:
     history: deque = field(default_factory=lambda: deque(maxlen=HISTORY_SIZE))
     updated_at: float = field(default_factory=time.time)
     history_bytes: int = 0  # of the JSON of the batches kept
+    run_id: str | None = None  # its current run, once a start said it: a late end of an earlier run is not its end
 
     @property
     def latest(self) -> Progress | None:
@@ -212,10 +214,11 @@ class TrackBook:
                 track.name = name
             return track
 
-    def on_started(self, query_id: str, name: str | None) -> None:
+    def on_started(self, query_id: str, name: str | None, run_id: str | None = None) -> None:
         track = self.track_for(query_id, name)
         track.state, track.error = "active", None
-        self.publish(Event("started", query_id, track.name))
+        track.run_id = run_id or track.run_id
+        self.publish(Event("started", query_id, track.name, run_id=run_id))
 
     def on_progress(self, progress: Progress) -> None:
         track = self.track_for(progress.query_id, progress.name)
@@ -230,11 +233,15 @@ class TrackBook:
         track.idle_since = track.idle_since or time.time()
         self.publish(Event("idle", query_id, track.name))
 
-    def on_terminated(self, query_id: str, error: str | None) -> None:
+    def on_terminated(self, query_id: str, error: str | None, run_id: str | None = None) -> None:
+        """The end of a run. A restart from the checkpoint keeps the query's id, so the end of an earlier run, heard
+        late (a listener's events lag on a busy server), is not the end of the run that goes on: it is ignored."""
         track = self.track_for(query_id, None)
+        if run_id is not None and track.run_id is not None and run_id != track.run_id:
+            return
         if track.state != "active" and track.error == error:
             return
         track.state = "failed" if error else "stopped"
         track.error = summarise_error(error) if error else None
         track.updated_at = time.time()
-        self.publish(Event("terminated", query_id, track.name, error=track.error))
+        self.publish(Event("terminated", query_id, track.name, error=track.error, run_id=run_id))

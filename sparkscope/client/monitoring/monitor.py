@@ -96,8 +96,8 @@ class Monitor:
         if self.mode == "stopped" and not self._closed:
             self.start()
 
-    def on_started(self, query_id: str, name: str | None) -> None:
-        self._book.on_started(query_id, name)
+    def on_started(self, query_id: str, name: str | None, run_id: str | None = None) -> None:
+        self._book.on_started(query_id, name, run_id)
 
     def on_progress(self, progress: Progress) -> None:
         if self._measure is not None:
@@ -108,8 +108,9 @@ class Monitor:
     def on_idle(self, query_id: str) -> None:
         self._book.on_idle(query_id)
 
-    def on_terminated(self, query_id: str, error: str | None) -> None:
-        self._book.on_terminated(query_id, error)
+    def on_terminated(self, query_id: str, error: str | None, run_id: str | None = None) -> None:
+        self._book.on_terminated(query_id, error, run_id)
+
     def start(self) -> Monitor:
         with self._starting:  # one start at a time; a second caller finds it started
             if self.mode == "stopped":
@@ -165,7 +166,7 @@ class Monitor:
         class _Listener(StreamingQueryListener):
             def onQueryStarted(self, event: Any) -> None:
                 monitor._heard()
-                monitor.on_started(str(event.id), event.name)
+                monitor.on_started(str(event.id), event.name, str(event.runId))
 
             def onQueryProgress(self, event: Any) -> None:
                 monitor._heard()
@@ -177,7 +178,7 @@ class Monitor:
 
             def onQueryTerminated(self, event: Any) -> None:
                 monitor._heard()
-                monitor.on_terminated(str(event.id), event.exception)
+                monitor.on_terminated(str(event.id), event.exception, str(event.runId))
 
         listener = _Listener()
         spark = self._session.spark
@@ -326,7 +327,7 @@ class Monitor:
         for query_id, handle in active.items():
             track = self._book.track_for(query_id, handle.name)
             if track.state != "active":
-                self._book.on_started(query_id, handle.name)
+                self._book.on_started(query_id, handle.name, str(handle.runId))
             last = handle.lastProgress
             if last is not None:
                 self._book.on_progress(Progress.from_json(json.loads(last.json)))

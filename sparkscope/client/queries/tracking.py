@@ -311,7 +311,8 @@ class QueryManager:
         elif event.kind == "terminated" and event.query_id:
             with self._lock:
                 query = self._queries.get(event.query_id)
-            if query is not None:
+            # the end of an earlier run of this query id, heard after a restart (same id, new run): not this run's
+            if query is not None and (event.run_id is None or event.run_id == query.run_id):
                 with swallowed("recording the end of a query in the catalog"):
                     self._s.catalog.record_end(self._s.url, query.name, FAILED if event.error else STOPPED,
                                             event.error.splitlines()[0][:300] if event.error else None,

@@ -30,6 +30,7 @@ from .queries.bounded_sink import BoundedSink
 from .queries.server_jar import Kept, KeptTotal, ServerJar
 from .queries.query import Query
 from .rows import Rows
+from .queries.plumbing import SessionClient
 from .queries.sink_reading import SinkReader
 from .queries.starting import QueryStarter
 from .queries.tail import TailBatch, follow
@@ -73,23 +74,28 @@ MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeo
          "known_queries": "streams.known_queries", "started_here": "streams.started_here",
          "active_count": "streams.active_count", "lost_queries": "streams.lost_queries",
          "catalog_records": "streams.catalog_records", "running_in": "streams.running_in",
-         "stop_elsewhere": "streams.stop_elsewhere", "sink_dataframe": "sinks.sink_dataframe",
-         "batch_dataframe": "sinks.batch_dataframe", "query_plan": "sinks.query_plan", "operation": "sinks.operation",
-         "cancel": "sinks.cancel", "fresh_checkpoint": "starter.fresh_checkpoint",
-         "on_checkpoint": "starter.on_checkpoint", "record_started": "starter.record_started",
+         "stop_elsewhere": "streams.stop_elsewhere", "sink_dataframe": "client.sink_dataframe",
+         "batch_dataframe": "client.batch_dataframe", "query_plan": "client.query_plan", "operation": "client.operation",
+         "cancel": "client.cancel", "fresh_checkpoint": "client.fresh_checkpoint",
+         "on_checkpoint": "client.on_checkpoint", "record_started": "client.record_started",
          # 0.3: the verbs of the session's queries have one home, ss.streams, as pyspark's spark.streams
          "query": "streams.get", "queries": "streams.queries", "running": "streams.running",
          "recent_progress": "streams.recent_progress", "monitor": "streams.monitor", "stop_all": "streams.stop_all",
          "await_any_termination": "streams.await_any_termination", "reset_terminated": "streams.reset_terminated",
          "forget": "streams.forget"}
+# 0.3: parts the Session no longer shows, each verb having one home: the Session's own, or the front ends' ss.client
+RETIRED_PARTS = {"sinks": ("_sinks", "ss.sinks is deprecated: its verbs are the Session's own (ss.peek, ss.state, "
+                                     "ss.late, ss.sql, ss.explain, …), the rest is ss.client"),
+                 "starter": ("_starter", "ss.starter is deprecated: its verbs are the Session's own (ss.start, "
+                                         "ss.restart, ss.restart_lost), the rest is ss.client")}
 
 
 class Session:
     """A connection to one Spark Connect session (sparkscope.connect() opens one). `spark` is the real pyspark
     SparkSession. Like pyspark's own session holds its managers, it holds its parts, each a property that asks the
-    server nothing: the server (`server`), the catalog (`catalog`), the queries it knows (`streams`), reading their
-    sinks and state (`sinks`) and starting them (`starter`). Its own methods are what a user calls; each hands
-    the call to the part that owns it."""
+    server nothing: the server (`server`), the catalog (`catalog`), the queries it knows (`streams`), and the plumbing
+    the front ends build on (`client`). Its own methods are what a user calls: starting queries, reading what they
+    wrote and hold, what it keeps on the server; each verb has this one home."""
 
     _held = False  # opened for its user (not only looked into): the catalog names this process as its holder
     _rejoined_from: int | None = None  # rejoined a session of the server: the pid that held it (0: none lives)
@@ -129,6 +135,7 @@ class Session:
         self._book = QueryManager(self, self._looking_into, self._bounded_sink.latency, closed=lambda: self._handed_back)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
+        self._client = SessionClient(spark, self._sinks, self._starter)
         self._here = here  # the embedded server of this machine, when this session may be on it
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
@@ -167,14 +174,11 @@ class Session:
         return self._catalog
 
     @property
-    def sinks(self) -> SinkReader:
-        """Reading what queries wrote and hold: sinks, batches, state, plans."""
-        return self._sinks
-
-    @property
-    def starter(self) -> QueryStarter:
-        """Starting queries: checkpoints, the catalog's records, restarts."""
-        return self._starter
+    def client(self) -> SessionClient:
+        """The plumbing the REPL and the notebook build on, as pyspark's `spark.client` is a SparkSession's: a
+        query's sink as a DataFrame, tagging and interrupting what a thread runs, recording a query pyspark's own
+        writeStream started. A script needs none of it."""
+        return self._client
 
     @property
     def session_id(self) -> str:
@@ -202,6 +206,10 @@ class Session:
     def __getattr__(self, name: str) -> Any:
         """A name of the API before 0.2 (MOVED): where it went, with a DeprecationWarning."""
         moved = MOVED.get(name)
+        if moved is None and name in RETIRED_PARTS:
+            attribute, message = RETIRED_PARTS[name]
+            deprecated(message)
+            return self.__dict__[attribute]
         if moved is None:
             raise AttributeError(f"'Session' object has no attribute {name!r}")
         import inspect

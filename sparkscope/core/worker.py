@@ -108,7 +108,7 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
                 return work()
             if user_call:
                 session.activate()  # getActiveSession() in the user's code finds it
-            with session.sinks.operation(tag):
+            with session.client.operation(tag):
                 return work()
 
     def give_up() -> bool:
@@ -120,7 +120,7 @@ def run_in_worker(ctx: CommandRunner, work: Callable[[], Any], *, deadline: floa
             call.wait(AWAIT_SLICE + CANCEL_WAIT)
             return False
         if interrupt and session is not None:  # over a frozen network this itself may hang: not here
-            threading.Thread(target=session.sinks.cancel, args=(tag,), daemon=True).start()
+            threading.Thread(target=session.client.cancel, args=(tag,), daemon=True).start()
         if user_call is not None:
             raise_in(call, KeyboardInterrupt)
         return not call.wait(CANCEL_WAIT)

@@ -42,6 +42,22 @@ def test_the_query_verbs_of_0_2_still_answer_on_the_session_and_warn_that_ss_str
             mine.sql("SELECT 1")
 
 
+def test_the_parts_of_0_2_that_copied_the_session_s_verbs_still_answer_and_warn_where_each_verb_went(ss):
+    ss.sql("CREATE OR REPLACE TEMPORARY VIEW parts_of_0_2 AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(n, s)")
+    with pytest.warns(DeprecationWarning, match=r"^ss\.sinks is deprecated: its verbs are the Session's own "
+                                                r"\(ss\.peek, ss\.state, ss\.late, ss\.sql, ss\.explain, …\), "
+                                                r"the rest is ss\.client$") as said:
+        old = ss.sinks
+    assert said[0].filename == __file__
+    assert old.peek("parts_of_0_2", order_by="n").rows == [(1, "a"), (2, "b")]
+    with pytest.warns(DeprecationWarning, match=r"^ss\.starter is deprecated: its verbs are the Session's own "
+                                                r"\(ss\.start, ss\.restart, ss\.restart_lost\)"):
+        assert callable(ss.starter.restart_lost)
+    with pytest.warns(DeprecationWarning, match=r"^ss\.sink_dataframe is deprecated: use ss\.client\.sink_dataframe$"):
+        assert ss.sink_dataframe("parts_of_0_2").count() == 2
+    assert sorted(ss.client.sink_dataframe("parts_of_0_2").collect()) == [(1, "a"), (2, "b")]
+
+
 def test_an_old_keyword_still_works_and_warns(ss):
     with pytest.warns(DeprecationWarning, match=r"^queries\(all=…\) is deprecated: use catalogued=…$") as said:
         old = [info.name for info in ss.streams.queries(all=True)]
@@ -67,7 +83,7 @@ def test_reading_the_monitor_starts_nothing_until_it_is_used(remote_url):
     with sparkscope.connect(remote_url) as fresh, warnings.catch_warnings():
         warnings.simplefilter("error")  # none of these is a deprecated name
         monitor = fresh.streams.monitor
-        parts = (fresh.server, fresh.catalog, fresh.streams, fresh.sinks, fresh.starter, fresh.url, fresh.session_id)
+        parts = (fresh.server, fresh.catalog, fresh.streams, fresh.client, fresh.url, fresh.session_id)
         assert all(part is not None for part in parts)
         assert monitor.mode == "stopped"  # no listener registered, no query listed
         assert monitor.tracks() == []

@@ -86,7 +86,7 @@ class SinkOwner(Protocol):
 
 
     @property
-    def sinks(self) -> SinkReading: ...
+    def client(self) -> SinkReading: ...
 
 
 class SinkReading(Protocol):
@@ -243,11 +243,11 @@ class Query:
     def rows(self, limit: int = 100_000) -> Rows:
         """What its sink holds now, at most `limit` rows: the bounded sink's newest batch first, the memory sink's
         table, a file sink's files."""
-        return fetch(self._owner().sinks.sink_dataframe(self), limit)
+        return fetch(self._owner().client.sink_dataframe(self), limit)
 
     def batch_rows(self, batch_id: int, limit: int = 100_000) -> Rows:
         """The rows batch `batch_id` wrote, while the bounded sink keeps them."""
-        return fetch(self._owner().sinks.batch_dataframe(self, batch_id), limit)
+        return fetch(self._owner().client.batch_dataframe(self, batch_id), limit)
 
     def _owner(self) -> SinkOwner:
         if self.owner is None:

@@ -1,17 +1,14 @@
-"""Reading through a Session: a query's sink rows, batch SQL, plans, and cancelling what a thread runs."""
+"""Reading through a Session: a query's sink rows, batch SQL, plans and state (the Session's reading verbs)."""
 
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import bounded_sink
 from .._pyspark import explain_string
 from ..errors import ConfigError, QueryNotFound, SparkscopeError, UnsupportedOperation
 from ..error_reading import call, translate, translated
-from ..logs import log
 from .planning import BOUNDED, FILE_SINKS, sort_order
 from .query import Query
 from .._pyspark.arrow import fetch, fetch_at_most
@@ -26,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class SinkReader:
-    """Reading through a Session: a query's sink rows, batch SQL, plans and state, and cancelling what a thread runs."""
+    """Reading through a Session: a query's sink rows, batch SQL, plans and state. Internal: its verbs are the
+    Session's (ss.peek, ss.state, ss.sql, …) and the front ends' plumbing (ss.client)."""
 
     def __init__(self, session: OwningSession, book: QueryManager, sink: bounded_sink.BoundedSink) -> None:
         self._s = session
@@ -202,23 +200,3 @@ class SinkReader:
             return fetch_at_most(df, limit)
 
         return call(run)
-
-    # -- cancellation -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def operation(self, tag: str | None = None) -> Iterator[str]:
-        """Tag the RPCs this thread makes, so `cancel(tag)` can interrupt just them."""
-        tag = tag or f"sparkscope-{uuid.uuid4().hex[:12]}"
-        spark = self._s.spark  # the session may be closed meanwhile (:connect in the tagged command)
-        spark.addTag(tag)
-        try:
-            yield tag
-        finally:
-            spark.removeTag(tag)
-
-    def cancel(self, tag: str) -> list[str]:
-        """Interrupt the operations with this tag (never interruptAll: it would stop streaming queries)."""
-        try:
-            return list(self._s.spark.interruptTag(tag))
-        except Exception:
-            log.debug("could not interrupt the operations tagged %s", tag, exc_info=True)
-            return []

@@ -104,7 +104,8 @@ def took_over_note(user: CheckpointUser, query: Query) -> str:
 
 
 class QueryStarter:
-    """Starting queries for a Session, and starting catalogued ones again."""
+    """Starting queries for a Session, and starting catalogued ones again. Internal: its verbs are the Session's
+    (ss.start, ss.restart, ss.restart_lost) and the front ends' plumbing (ss.client)."""
 
     def __init__(self, session: OwningSession, book: QueryManager, sink: bounded_sink.BoundedSink) -> None:
         self._s = session

@@ -43,7 +43,7 @@ class TailedSession(Protocol):
     def streams(self) -> TailedQueries: ...
 
     @property
-    def sinks(self) -> SinkReading: ...
+    def client(self) -> SinkReading: ...
 
 
 class TailedQueries(Protocol):
@@ -208,7 +208,7 @@ class Tail:
 
     def _read(self, batch_id: int, input_rows: int, sink_rows: int | None = None) -> TailBatch | None:
         if self.query.view:
-            kept = self.session.sinks.batch_dataframe(self.query, batch_id)
+            kept = self.session.client.batch_dataframe(self.query, batch_id)
             total = self._count(kept)
             if total == 0 and not self.empty:
                 return None

@@ -347,7 +347,7 @@ def schema(ctx: CommandContext, args: list[str], opts: Options) -> Result:
     if target in ctx.namespace or not target.isidentifier():
         df = ctx.evaluate(target)
     else:
-        df = ctx.session.sinks.sink_dataframe(target)
+        df = ctx.session.client.sink_dataframe(target)
     if not is_dataframe(df):
         raise UsageError(f"'{target}' is not a DataFrame", "Give a DataFrame, a query name or a table")
     fields = call(lambda: df.schema.fields)

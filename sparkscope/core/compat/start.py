@@ -48,13 +48,13 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
         session.server.kafka.remember(dict(settings.options))
     checkpoint = settings.options.get("checkpointLocation")
     if ours and not checkpoint:  # a fresh one, as pyspark would have
-        checkpoint = session.starter.fresh_checkpoint(settings.query_name or "query")
+        checkpoint = session.client.fresh_checkpoint(settings.query_name or "query")
         if checkpoint:
             settings.options["checkpointLocation"] = checkpoint
     users = []
     if ours:
         with swallowed("looking for queries on the same checkpoint"):
-            users = session.starter.on_checkpoint(checkpoint)
+            users = session.client.on_checkpoint(checkpoint)
     spark = settings.session
     tags = list(spark.getTags())
     spark.clearTags()  # a query started under the cell's tag would stop when that tag is interrupted
@@ -66,7 +66,7 @@ def start(original: Any, writer: Any, path: Any = None, tableName: Any = None, f
     if ours:
         sink = settings.foreach_sink or ("table" if tableName else "kafka" if kafka else (settings.format or "parquet"))
         with swallowed(f"recording {handle.name or handle.id} in the catalog"):
-            query = session.starter.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
+            query = session.client.record_started(handle, settings.dataframe(), sink=sink, mode=settings.output_mode,
                                            trigger=settings.trigger, checkpoint=checkpoint,
                                            options={k: v for k, v in settings.options.items()
                                                     if k != "checkpointLocation"},

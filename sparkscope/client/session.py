@@ -82,7 +82,9 @@ MOVED = {"spark_ui": "server.ui", "busy_tasks": "server.busy_tasks", "idle_timeo
          "query": "streams.get", "queries": "streams.queries", "running": "streams.running",
          "recent_progress": "streams.recent_progress", "monitor": "streams.monitor", "stop_all": "streams.stop_all",
          "await_any_termination": "streams.await_any_termination", "reset_terminated": "streams.reset_terminated",
-         "forget": "streams.forget"}
+         "forget": "streams.forget",
+         # 0.3: what only the front ends use is the plumbing's, ss.client
+         "explain_error": "client.explain_error", "inherits_listener": "client.inherits_listener"}
 # 0.3: parts the Session no longer shows, each verb having one home: the Session's own, or the front ends' ss.client
 RETIRED_PARTS = {"sinks": ("_sinks", "ss.sinks is deprecated: its verbs are the Session's own (ss.peek, ss.state, "
                                      "ss.late, ss.sql, ss.explain, …), the rest is ss.client"),
@@ -135,7 +137,8 @@ class Session:
         self._book = QueryManager(self, self._looking_into, self._bounded_sink.latency, closed=lambda: self._handed_back)
         self._sinks = SinkReader(self, self._book, self._bounded_sink)
         self._starter = QueryStarter(self, self._book, self._bounded_sink)
-        self._client = SessionClient(spark, self._sinks, self._starter)
+        self._client = SessionClient(spark, self._sinks, self._starter, explain_error=self._explain_error,
+                                     inherits_listener=lambda: self._rejoined_from == 0)
         self._here = here  # the embedded server of this machine, when this session may be on it
         if keepalive > 0:
             threading.Thread(target=self._keepalive, args=(keepalive,), name="sparkscope-keepalive",
@@ -225,13 +228,6 @@ class Session:
             found = getattr(found, part)
         return found() if moved.endswith("()") else found
 
-    @property
-    def inherits_listener(self) -> bool:
-        """It rejoined a session that no live process of this machine holds (its client crashed, or ended without
-        closing it): a live-event listener the server keeps for that session is the gone client's, and is
-        replaced (the server keeps one per session, and refuses another)."""
-        return self._rejoined_from == 0
-
     # -- the queries: ss.streams (QueryManager, queries/tracking.py) is their one home ------------------------
     @property
     def streams(self) -> QueryManager:
@@ -301,7 +297,7 @@ class Session:
         """What sparkscope keeps on this server for your user: each ring (a bounded query's rows) and feed (a memory
         source's batches) with its query, state, rows, bytes and age. Each ends by itself, a grace period after
         nothing uses it; `free_kept()` frees yours at once. Another user's are theirs alone: never listed here."""
-        return self._jar.kept()
+        return self._jar.listing()[0]
 
     def kept_by_others(self) -> list[KeptTotal]:
         """What each other user keeps on this server, in totals (rings, feeds, bytes): for the server's owner (its
@@ -465,7 +461,7 @@ class Session:
         finally:
             other.close(stop_queries=False, drop_views=False)  # the rows its queries keep are its holder's
 
-    def explain_error(self, error: SparkscopeError) -> SparkscopeError:
+    def _explain_error(self, error: SparkscopeError) -> SparkscopeError:
         """`error`, or what this session knows of its cause: the embedded server restarted under it
         (_explain_restart), or a Python worker that could not start on a server whose Python lacks what it needs
         (what the server was found to lack, instead of "did not connect back in time")."""

@@ -407,7 +407,7 @@ class Executor:
     def _restarted_server(self, error: SparkscopeError) -> SparkscopeError:
         """Our own embedded server restarted under this REPL (a new token): say so."""
         session = self.session_or_none()
-        return error if session is None else session.explain_error(error)
+        return error if session is None else session.client.explain_error(error)
 
     def _error(self, message: str, hint: str = "") -> None:
         """A line on stderr: plain text, or with --format json one {"error", "hint"} object."""

@@ -85,7 +85,7 @@ def _server_gone(session: Any, error: SparkscopeError) -> bool:
 
     if not isinstance(error, ConnectionFailed) or isinstance(error, DeadlineExceeded):
         return False
-    explained = session.explain_error(error)
+    explained = session.client.explain_error(error)
     return isinstance(explained, ServerUnreachable) or explained.code in ("server_restarted", "session_changed",
                                                                           "server_exited_out_of_memory")
 

@@ -224,7 +224,7 @@ class NotebookFrontEnd:
             error = translate(value)
             session = self.executor.session_or_none()
             if session is not None:
-                error = session.explain_error(error)
+                error = session.client.explain_error(error)
             return error_line(error)
         return None
 

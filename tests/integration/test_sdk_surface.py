@@ -7,6 +7,8 @@ import warnings
 
 import pytest
 
+import sparkscope
+
 
 def test_an_old_name_still_answers_and_warns_where_it_went(ss):
     with pytest.warns(DeprecationWarning, match=r"^ss\.server_version is deprecated: use ss\.server\.version$") as said:
@@ -22,7 +24,6 @@ def test_an_old_name_still_answers_and_warns_where_it_went(ss):
 
 
 def test_the_query_verbs_of_0_2_still_answer_on_the_session_and_warn_that_ss_streams_is_their_home(remote_url):
-    import sparkscope
 
     with sparkscope.connect(remote_url) as mine:
         mine.start(mine.source.rate(5), "moved_verbs")
@@ -56,6 +57,11 @@ def test_the_parts_of_0_2_that_copied_the_session_s_verbs_still_answer_and_warn_
     with pytest.warns(DeprecationWarning, match=r"^ss\.sink_dataframe is deprecated: use ss\.client\.sink_dataframe$"):
         assert ss.sink_dataframe("parts_of_0_2").count() == 2
     assert sorted(ss.client.sink_dataframe("parts_of_0_2").collect()) == [(1, "a"), (2, "b")]
+    with pytest.warns(DeprecationWarning, match=r"^ss\.inherits_listener is deprecated: use ss\.client\.inherits_listener$"):
+        assert ss.inherits_listener is False  # opened, not rejoined
+    with pytest.warns(DeprecationWarning, match=r"^ss\.explain_error is deprecated: use ss\.client\.explain_error$"):
+        error = sparkscope.ConfigError("a problem", "a fix")
+        assert ss.explain_error(error) is error  # nothing the session knows of its cause
 
 
 def test_an_old_keyword_still_works_and_warns(ss):
@@ -78,7 +84,6 @@ def test_sql_returns_at_most_its_limit_and_says_when_there_were_more(ss):
 
 
 def test_reading_the_monitor_starts_nothing_until_it_is_used(remote_url):
-    import sparkscope
 
     with sparkscope.connect(remote_url) as fresh, warnings.catch_warnings():
         warnings.simplefilter("error")  # none of these is a deprecated name

@@ -70,11 +70,18 @@ class WatchedSession(Protocol):
     def url(self) -> str: ...
 
     @property
-    def inherits_listener(self) -> bool:
-        """It rejoined a session whose client is gone: a listener the server holds for it is that client's."""
+    def client(self) -> SessionPlumbing: ...
 
     @property
     def streams(self) -> WatchedQueries: ...
+
+
+class SessionPlumbing(Protocol):
+    """What the monitor asks of a Session's plumbing (ss.client)."""
+
+    @property
+    def inherits_listener(self) -> bool:
+        """It rejoined a session whose client is gone: a listener the server holds for it is that client's."""
 
 
 class ServerOfSession(Protocol):

@@ -122,7 +122,7 @@ class Monitor:
         with swallowed("listing the session's queries"):  # a stuck server: start with what events bring
             within(CALL_DEADLINE, self._seed, "listing the session's queries")
         # The server keeps one listener per session: one left by a client that died (kill -9) would refuse ours
-        registered = self._use_listener and (self._register_again() if self._session.inherits_listener
+        registered = self._use_listener and (self._register_again() if self._session.client.inherits_listener
                                              else self._register())
         if registered:
             self.mode = "listener"

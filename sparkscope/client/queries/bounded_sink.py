@@ -114,7 +114,7 @@ class BoundedSink:
         they run."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if any(kept.name == view and kept.reading for kept in self._jar.kept()) or not running():
+            if any(kept.name == view and kept.reading for kept in self._jar.listing()[0]) or not running():
                 return running()
             time.sleep(0.2)  # polling the ring's state, with a deadline
         return False

@@ -13,7 +13,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..connection.remote import Target
     from ..kafka.connector import KafkaSupport
     from ..monitoring.monitor import Monitor
-    from .query import Query, SinkReading
+    from .plumbing import SessionClient
+    from .query import Query
 
 
 class OwningSession(Protocol):
@@ -33,10 +34,7 @@ class OwningSession(Protocol):
     def session_id(self) -> str: ...
 
     @property
-    def inherits_listener(self) -> bool: ...
-
-    @property
-    def client(self) -> SinkReading: ...
+    def client(self) -> SessionClient: ...
 
     @property
     def streams(self) -> QueriesOfSession: ...

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..logs import log
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+    from ..errors import SparkscopeError
 
     from .query import Query
     from .sink_reading import SinkReader
@@ -24,12 +26,30 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class SessionClient:
     """The plumbing of a Session that the REPL and the notebook build on: reading a query's sink as a DataFrame,
-    tagging and interrupting what a thread runs, and recording a query pyspark's own writeStream started."""
+    tagging and interrupting what a thread runs, recording a query pyspark's own writeStream started, and what the
+    session knows of an error's cause."""
 
-    def __init__(self, spark: Any, sinks: SinkReader, starter: QueryStarter) -> None:
+    def __init__(self, spark: Any, sinks: SinkReader, starter: QueryStarter, *,
+                 explain_error: Callable[[SparkscopeError], SparkscopeError],
+                 inherits_listener: Callable[[], bool]) -> None:
         self._spark = spark
         self._sinks = sinks
         self._starter = starter
+        self._explain_error = explain_error
+        self._inherits_listener = inherits_listener
+
+    # -- what the session knows ----------------------------------------------------------------------
+    def explain_error(self, error: SparkscopeError) -> SparkscopeError:
+        """`error`, or what the session knows of its cause: the embedded server restarted under it, ran out of
+        memory, or a Python worker could not start on a server whose Python lacks what it needs."""
+        return self._explain_error(error)
+
+    @property
+    def inherits_listener(self) -> bool:
+        """The session was rejoined with no live process of this machine holding it (its client crashed, or ended
+        without closing it): a live-event listener the server keeps for it is the gone client's, and is replaced
+        (the server keeps one per session, and refuses another)."""
+        return self._inherits_listener()
 
     # -- what queries wrote, as DataFrames ------------------------------------------------------
     def sink_dataframe(self, name_or_query: str | Query) -> DataFrame:

@@ -205,10 +205,6 @@ class ServerJar:
                   for facts in rows if facts.get("kind") == "totals"]
         return [Kept.of(facts) for facts in rows if facts.get("kind") != "totals"], totals
 
-    def kept(self) -> list[Kept]:
-        """What sparkscope keeps on this server for the caller's user."""
-        return self.listing()[0]
-
     def free(self, *, every_user: bool = False) -> list[Kept]:
         """Free now what this user keeps on the server that nothing uses (ended, in its grace period); `every_user`:
         what every user keeps that nothing uses (the server's owner only: anyone else frees their own)."""

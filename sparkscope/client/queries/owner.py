@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..monitoring.events import SessionPlumbing
+from .query import SinkReading
+
 if TYPE_CHECKING:  # pragma: no cover
 
     from ..catalog.records import Catalog
@@ -13,7 +16,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..connection.remote import Target
     from ..kafka.connector import KafkaSupport
     from ..monitoring.monitor import Monitor
-    from .plumbing import SessionClient
     from .query import Query
 
 
@@ -34,10 +36,15 @@ class OwningSession(Protocol):
     def session_id(self) -> str: ...
 
     @property
-    def client(self) -> SessionClient: ...
+    def client(self) -> ClientOfSession: ...
 
     @property
     def streams(self) -> QueriesOfSession: ...
+
+
+class ClientOfSession(SinkReading, SessionPlumbing, Protocol):
+    """What the parts use of a Session's plumbing (ss.client, plumbing.py): its sinks as DataFrames, and whether it
+    inherits a gone client's listener."""
 
 
 class QueriesOfSession(Protocol):

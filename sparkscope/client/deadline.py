@@ -1,8 +1,8 @@
-"""Calls that may never return get a deadline: the caller gets an answer in time, the call is abandoned.
+"""Waits that may never end get a deadline: the caller gets an answer in time, the wait is abandoned.
 
-pyspark's RPCs have no deadline of their own, so a frozen network (or a server that still holds an
-old listener) can block a call for minutes. Background threads and interactive commands wrap such
-calls here; the abandoned call goes on in a daemon thread and ends with the connection.
+RPCs get theirs from gRPC (connection/deadlines.py: `answered_within`), and nothing is left behind. This is for
+what is not one thread's RPCs: pyspark's own waits (removing a listener joins its handler thread, adding one waits on
+its stream) and steps that must end even when pyspark waits on a lock. The abandoned call goes on in a daemon thread.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from .errors import AuthenticationFailed, ConnectionFailed, DeadlineExceeded, Se
 from .error_reading import call, translate, translated
 from .error_causes import explain_unreachable
 from .connection.credentials import channel_credentials
+from .connection.deadlines import DeadlineInterceptor, answered_within
 from .connection.probe import probe, try_probe
 from .queries.bounded_sink import BoundedSink
 from .queries.server_jar import Kept, KeptTotal, ServerJar
@@ -344,7 +345,8 @@ class Session:
             with translated():
                 certificates = target.root_certificates()
                 spark = session_builder(target.url(with_token=True), None if certificates is None else
-                                        lambda token: channel_credentials(token, certificates)).create()
+                                        lambda token: channel_credentials(token, certificates),
+                                        interceptors=[DeadlineInterceptor()]).create()
         except BaseException:
             release_process_settings()
             raise
@@ -524,7 +526,8 @@ class Session:
         """One cheap RPC with a deadline: raises ConnectionFailed when the server is gone, frozen, or
         no longer knows this session (after a restart it would silently hand out a new, empty one)."""
         try:
-            marker = within(CHECK_DEADLINE, lambda: self._spark.conf.get(SESSION_MARKER, None), "checking the session")
+            marker = answered_within(CHECK_DEADLINE, lambda: self._spark.conf.get(SESSION_MARKER, None),
+                                     "checking the session")
         except Exception as exc:
             error = translate(exc)
             if isinstance(error, (ServerUnreachable, DeadlineExceeded)):

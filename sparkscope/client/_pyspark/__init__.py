@@ -13,7 +13,7 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .hooks import (ReaderSettings, SaveSettings, WriterSettings, builder_options, connect_builder_create,
@@ -158,26 +158,31 @@ def fill_confs_the_server_lacks(spark: Any, server_version: str) -> list[str]:
     return filled
 
 
-def session_builder(url: str, tls_credentials: Callable[[str | None], Any] | None = None) -> Any:
-    """SparkSession.builder for `url`. With `tls_credentials` (the channel's credentials for a token: trusting a
-    private CA, connection/credentials.py), a DefaultChannelBuilder (public, 3.5+) whose TLS channel uses them
-    instead of gRPC's default roots, for a cluster behind a TLS proxy with a private CA. Its toChannel mirrors
-    DefaultChannelBuilder.toChannel and calls ChannelBuilder._secure_channel (private, 4.3.0) so pyspark's channel
-    options still apply."""
+def session_builder(url: str, tls_credentials: Callable[[str | None], Any] | None = None,
+                    interceptors: Sequence[Any] = ()) -> Any:
+    """SparkSession.builder for `url`, on a DefaultChannelBuilder (public, 3.5+) with `interceptors` added to its
+    channel (add_interceptor, public). With `tls_credentials` (the channel's credentials for a token: trusting a
+    private CA, connection/credentials.py), its TLS channel uses them instead of gRPC's default roots, for a cluster
+    behind a TLS proxy with a private CA. Its toChannel mirrors DefaultChannelBuilder.toChannel and calls
+    ChannelBuilder._secure_channel (private, 4.3.0) so pyspark's channel options and the interceptors still apply."""
     from pyspark.sql.connect.client.core import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
     if tls_credentials is None:
-        return SparkSession.builder.remote(url)
-    credentials = tls_credentials
+        builder = DefaultChannelBuilder(url)
+    else:
+        credentials = tls_credentials
 
-    class TrustingChannelBuilder(DefaultChannelBuilder):
-        def toChannel(self) -> Any:  # noqa: N802 - pyspark's name
-            if not self.use_ssl:
-                return super().toChannel()  # the CA only matters for TLS
-            return self._secure_channel(self.endpoint, credentials(self.token))
+        class TrustingChannelBuilder(DefaultChannelBuilder):
+            def toChannel(self) -> Any:  # noqa: N802 - pyspark's name
+                if not self.use_ssl:
+                    return super().toChannel()  # the CA only matters for TLS
+                return self._secure_channel(self.endpoint, credentials(self.token))
 
-    return SparkSession.builder.channelBuilder(TrustingChannelBuilder(url))
+        builder = TrustingChannelBuilder(url)
+    for interceptor in interceptors:
+        builder.add_interceptor(interceptor)
+    return SparkSession.builder.channelBuilder(builder)
 
 
 def default_retry_policy(**settings: Any) -> Any:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._pyspark import ListenerBus
+from ..connection.deadlines import answered_within
 from ..deadline import within
 from ..logs import log, swallowed
 from ..errors import SparkscopeError
@@ -30,7 +31,7 @@ from .events import HISTORY_SIZE, Event, Track, TrackBook, WatchedSession
 __all__ = ["Event", "Monitor", "Track"]
 
 STALE_AFTER = 2  # failed polls in a row before the numbers are called stale
-CALL_DEADLINE = 5.0  # seconds for any RPC made on the monitor's behalf (see deadline.py)
+CALL_DEADLINE = 5.0  # seconds for the RPCs made on the monitor's behalf (connection/deadlines.py)
 # Seconds without any event while queries run before the live stream is checked with one call. An active
 # query reports at least every 10 s (a progress, or Spark's idle event: noDataProgressEventInterval).
 SILENT_AFTER = 15.0
@@ -120,7 +121,7 @@ class Monitor:
     def _start(self) -> None:
         self._stop.clear()
         with swallowed("listing the session's queries"):  # a stuck server: start with what events bring
-            within(CALL_DEADLINE, self._seed, "listing the session's queries")
+            answered_within(CALL_DEADLINE, self._seed, "listing the session's queries")
         # The server keeps one listener per session: one left by a client that died (kill -9) would refuse ours
         registered = self._use_listener and (self._register_again() if self._session.client.inherits_listener
                                              else self._register())
@@ -245,7 +246,7 @@ class Monitor:
         """No event for a while although queries run: one call tells a quiet stream from a dead one
         (batches the stream never delivered) and from a server that does not answer at all."""
         try:
-            missed = within(CHECK_DEADLINE, self._missed_batches, "checking the queries' progress")
+            missed = answered_within(CHECK_DEADLINE, self._missed_batches, "checking the queries' progress")
         except Exception:
             log.debug("the silent-stream check got no answer", exc_info=True)
             if self.stale_since is None:
@@ -344,7 +345,7 @@ class Monitor:
         answered_at = time.time()
         while not self._stop.is_set():
             try:
-                within(CALL_DEADLINE, self.poll_once, "polling the queries' progress")
+                answered_within(CALL_DEADLINE, self.poll_once, "polling the queries' progress")
             except Exception as exc:
                 failures += 1
                 log.debug("polling failed (%d in a row)", failures, exc_info=True)

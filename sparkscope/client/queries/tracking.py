@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..catalog import durable
 from ..catalog.records import ACTIVE, FAILED, STOPPED, Record
-from ..deadline import within
+from ..connection.deadlines import answered_within
 from ..deprecation import renamed_arguments
 from ..errors import QueryNotFound, session_closed
 from ..error_reading import call, translated
@@ -290,7 +290,8 @@ class QueryManager:
         view = query.view if query is not None and query.trigger.kind == "realtime" else None
         if query is None or view is None:
             return progress
-        latency = within(CALL_DEADLINE, lambda: ring_latency(view, progress.batch_id), f"the latency of {query.name}")
+        latency = answered_within(CALL_DEADLINE, lambda: ring_latency(view, progress.batch_id),
+                                  f"the latency of {query.name}")
         return dataclasses.replace(progress, latency=latency) if latency is not None else progress
 
     def ended(self, query: Query, state: str, error: str | None) -> None:

@@ -136,7 +136,7 @@ def test_server_stop_ends_every_process(server, cluster_home):
     assert alive == []
     from sparkscope.server.process_tree import spawned_by  # nothing whose environment names this server's state dir
 
-    wait_for(lambda: spawned_by(cluster_home / "sparkscope") == [], 5, what="no process of the cluster left")
+    wait_for(lambda: spawned_by(cluster_home / "sparkscope") == [], 30, what="no process of the cluster left")
     assert run_sparkscope("server", "status", home=cluster_home).returncode == 3
 
 

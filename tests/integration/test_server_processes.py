@@ -230,7 +230,7 @@ def test_server_stop_ends_every_process_the_server_started_after_a_stop_or_a_cra
         assert out.returncode == 0, out.stderr
         assert re.fullmatch(r"Ended the processes it had started: [1-9]\d* Python workers? \([\d,]+ MB\)\.",
                             out.stdout.splitlines()[-1]), out.stdout
-        wait_for(lambda: _marked(home) == [], 5, what="no process of the stopped server left")
+        wait_for(lambda: _marked(home) == [], 30, what="no process of the stopped server left")
 
         for then in ("stop", "start"):  # a crash, then the next stop or start
             info = local.start(port=free_port(), conf={"spark.sql.shuffle.partitions": "2"})

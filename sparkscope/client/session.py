@@ -208,12 +208,12 @@ class Session:
         return f"<sparkscope.Session {self.url} session_id={self.session_id}>"
 
     def __getattr__(self, name: str) -> Any:
-        """A name of the API before 0.2 (MOVED): where it went, with a DeprecationWarning."""
+        """A name of an earlier API (MOVED, RETIRED_PARTS): where it went, with a DeprecationWarning."""
         moved = MOVED.get(name)
         if moved is None and name in RETIRED_PARTS:
             attribute, message = RETIRED_PARTS[name]
             deprecated(message)
-            return self.__dict__[attribute]
+            return getattr(self, attribute)
         if moved is None:
             raise AttributeError(f"'Session' object has no attribute {name!r}")
         import inspect

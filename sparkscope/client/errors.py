@@ -206,10 +206,13 @@ class Cancelled(SparkscopeError):
         self.cell_stopped = cell_stopped
 
 
+SESSION_CLOSED = "session_closed_here"  # the code of session_closed()'s error
+
+
 def session_closed(what: str = "This sparkscope session") -> ConfigError:
     """Using a Session (or one of its queries) after its `with` block ended or close() was called."""
     return ConfigError(f"{what} is closed (its with block ended, or close() was called)",
-                       "Open a new one with sparkscope.connect()", code="session_closed_here")
+                       "Open a new one with sparkscope.connect()", code=SESSION_CLOSED)
 
 
 def session_changed(url: str = "") -> ConnectionFailed:

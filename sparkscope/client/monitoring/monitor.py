@@ -22,7 +22,7 @@ from .._pyspark import ListenerBus
 from ..connection.deadlines import answered_within
 from ..deadline import within
 from ..logs import log, swallowed
-from ..errors import SparkscopeError
+from ..errors import SESSION_CLOSED, SparkscopeError
 from ..error_causes import cause_at
 from ..connection.probe import try_probe
 from .progress import Progress
@@ -235,7 +235,13 @@ class Monitor:
         while not self._stop.wait(self._watchdog_interval):
             if self._listener is None:
                 continue
-            if self._listener_healthy():
+            try:
+                healthy = self._listener_healthy()
+            except SparkscopeError as error:
+                if error.code == SESSION_CLOSED:  # closed under it (its close ran out of time): nothing to watch
+                    return
+                raise
+            if healthy:
                 if self.silent:
                     self._check_silent_stream()
                 continue
@@ -347,6 +353,8 @@ class Monitor:
             try:
                 answered_within(CALL_DEADLINE, self.poll_once, "polling the queries' progress")
             except Exception as exc:
+                if isinstance(exc, SparkscopeError) and exc.code == SESSION_CLOSED:  # closed under it: nothing to poll
+                    return
                 failures += 1
                 log.debug("polling failed (%d in a row)", failures, exc_info=True)
                 if failures == STALE_AFTER and self.stale_since is None:

@@ -1,4 +1,5 @@
-"""Fast tests of the monitoring logic: alert rules, charts, progress export and normalisation."""
+"""Fast tests of the monitoring logic: alert rules, charts, progress export and normalisation, and a monitor whose
+session closed under it."""
 
 from __future__ import annotations
 
@@ -248,3 +249,36 @@ def test_a_console_tail_cuts_a_window_as_spark_shows_it_not_as_a_python_dict():
     assert _cut(window, 20) == "{2026-11-25 12:50..."  # Spark's console sink: 17 characters and '...'
     assert _cut(window, 60) is window  # it fits: the table renders it, {start, end}
     assert _cut(None, 20) is None
+
+
+class _ClosedSession:
+    """A Session closed under its monitor (its close ran out of time before the monitor's stop): every use says so."""
+
+    url = "sc://localhost:1"
+
+    @property
+    def spark(self):
+        from sparkscope.client.errors import session_closed
+
+        raise session_closed()
+
+
+def test_a_monitor_whose_session_closed_under_it_stops_watching_instead_of_dying_with_a_traceback():
+    from sparkscope.client.monitoring.monitor import Monitor
+
+    monitor = Monitor(_ClosedSession(), watchdog_interval=0.01)
+    monitor._listener = object()  # listening when the session closed
+    assert monitor._watchdog() is None  # returns: no ConfigError left to the thread's excepthook
+
+
+def test_a_polling_monitor_whose_session_closed_under_it_ends_its_loop():
+    import threading
+
+    from sparkscope.client.monitoring.monitor import Monitor
+
+    monitor = Monitor(_ClosedSession(), use_listener=False, poll_interval=0.01)
+    loop = threading.Thread(target=monitor._poll_loop, daemon=True)
+    loop.start()
+    loop.join(30)
+    assert not loop.is_alive(), "the poll loop went on polling a closed session"
+    assert monitor.stale_since is None  # a closed session is not a server that stopped answering

@@ -22,6 +22,7 @@ HISTORY_SIZE = 600  # batches kept per query: ten minutes at a one-second trigge
 HISTORY_SECONDS = 10 * 60
 HISTORY_BYTES = 2 * 2**20
 NOTICES_KEPT = 100
+RUNS_KEPT = 16  # per query: the runs heard to start, and the ends heard before their run's start
 
 
 class QueryFailure(Protocol):
@@ -126,6 +127,8 @@ class Track:
     updated_at: float = field(default_factory=time.time)
     history_bytes: int = 0  # of the JSON of the batches kept
     run_id: str | None = None  # its current run, once a start said it: a late end of an earlier run is not its end
+    runs: deque = field(default_factory=lambda: deque(maxlen=RUNS_KEPT))  # the runs heard to start, oldest first
+    early_ends: dict = field(default_factory=dict)  # run id -> error: ends heard before their run's start
 
     @property
     def latest(self) -> Progress | None:
@@ -222,10 +225,17 @@ class TrackBook:
             return track
 
     def on_started(self, query_id: str, name: str | None, run_id: str | None = None) -> None:
+        """The start of a run. Its end may have come first: Spark sends a start as the query's thread posts it and an
+        end through its listener bus, so a run that fails as it starts can be heard to end before it starts. Such an
+        end was held, and is told right after the start."""
         track = self.track_for(query_id, name)
         track.state, track.error = "active", None
         track.run_id = run_id or track.run_id
+        if run_id is not None and run_id not in track.runs:
+            track.runs.append(run_id)
         self.publish(Event("started", query_id, track.name, run_id=run_id))
+        if run_id is not None and run_id in track.early_ends:
+            self.on_terminated(query_id, track.early_ends.pop(run_id), run_id)
 
     def on_progress(self, progress: Progress) -> None:
         track = self.track_for(progress.query_id, progress.name)
@@ -242,9 +252,14 @@ class TrackBook:
 
     def on_terminated(self, query_id: str, error: str | None, run_id: str | None = None) -> None:
         """The end of a run. A restart from the checkpoint keeps the query's id, so the end of an earlier run, heard
-        late (a listener's events lag on a busy server), is not the end of the run that goes on: it is ignored."""
+        late (a listener's events lag on a busy server), is not the end of the run that goes on: it is ignored. The
+        end of a run not yet heard to start is held for its start (on_started)."""
         track = self.track_for(query_id, None)
         if run_id is not None and track.run_id is not None and run_id != track.run_id:
+            if run_id not in track.runs:  # a later run, whose start is still on its way: told when it comes
+                track.early_ends[run_id] = error
+                while len(track.early_ends) > RUNS_KEPT:
+                    del track.early_ends[next(iter(track.early_ends))]
             return
         if track.state != "active" and track.error == error:
             return

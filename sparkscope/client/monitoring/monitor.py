@@ -333,16 +333,20 @@ class Monitor:
         active = {handle.id: handle for handle in spark.streams.active}
         for query_id, handle in active.items():
             track = self._book.track_for(query_id, handle.name)
-            if track.state != "active":
-                self._book.on_started(query_id, handle.name, str(handle.runId))
+            run_id = str(handle.runId)
+            if track.state != "active" or track.run_id != run_id:  # new to the monitor, started, or restarted since
+                self._book.on_started(query_id, handle.name, run_id)
             last = handle.lastProgress
             if last is not None:
                 self._book.on_progress(Progress.from_json(json.loads(last.json)))
         for track in self._book.tracks():
             if track.state == "active" and track.id not in active:
                 query = next((q for q in self._session.streams.known_queries() if q.id == track.id), None)
+                if query is not None and track.run_id not in (None, query.run_id):  # a later run came and went
+                    self._book.on_started(track.id, query.name, query.run_id)  # between two polls: it ran, then ended
                 failure = query.exception if query is not None else None
-                self._book.on_terminated(track.id, failure.full if failure else None)
+                self._book.on_terminated(track.id, failure.full if failure else None,
+                                         query.run_id if query is not None else None)
 
     def _poll_loop(self) -> None:
         """Poll until closed. A server that stops answering is said once, with the time of the numbers

@@ -282,3 +282,65 @@ def test_a_polling_monitor_whose_session_closed_under_it_ends_its_loop():
     loop.join(30)
     assert not loop.is_alive(), "the poll loop went on polling a closed session"
     assert monitor.stale_since is None  # a closed session is not a server that stopped answering
+
+
+class _Handle:
+    """What a poll reads of one of `spark.streams.active` (pyspark's StreamingQuery holds these without an RPC)."""
+
+    def __init__(self, query_id: str, run_id: str, name: str | None = None):
+        self.id, self.runId, self.name, self.lastProgress = query_id, run_id, name, None
+
+
+class _Ended:
+    """A query this process registered, as the poll reads it once it no longer runs."""
+
+    def __init__(self, query_id: str, run_id: str, name: str, error: str | None):
+        from sparkscope.client.queries.query import QueryError
+
+        self.id, self.run_id, self.name = query_id, run_id, name
+        self.exception = QueryError(short=error, full=error) if error else None
+
+
+class _PolledSession:
+    url = "sc://localhost:1"
+
+    def __init__(self):
+        import types
+
+        self.active: list[_Handle] = []
+        self.known: list[_Ended] = []
+        self.spark = types.SimpleNamespace(streams=self)
+        self.streams = types.SimpleNamespace(known_queries=lambda: list(self.known))
+
+
+def test_polling_tells_a_run_that_started_and_failed_between_two_polls_on_the_checkpoint_of_an_earlier_one():
+    """The guide's second toTable query on the first's checkpoint: same id, a new run, failed before the next poll.
+    The poll said the first run stopped, and the failure was never said."""
+    from sparkscope.client.monitoring.monitor import Monitor
+
+    session = _PolledSession()
+    monitor = Monitor(session, use_listener=False)
+    heard = []
+    monitor.subscribe(lambda event: heard.append((event.kind, event.run_id, event.error)))
+    session.active = [_Handle("q1", "run-1")]
+    monitor.poll_once()
+    session.active = []
+    session.known = [_Ended("q1", "run-2", "q1", "its checkpoint holds metadata it cannot read")]
+    monitor.poll_once()
+    assert heard == [("started", "run-1", None), ("started", "run-2", None),
+                     ("terminated", "run-2", "its checkpoint holds metadata it cannot read")]
+
+
+def test_polling_tells_a_restart_that_came_between_two_polls():
+    from sparkscope.client.monitoring.monitor import Monitor
+
+    session = _PolledSession()
+    monitor = Monitor(session, use_listener=False)
+    heard = []
+    monitor.subscribe(lambda event: heard.append((event.kind, event.run_id)))
+    session.active = [_Handle("q1", "run-1")]
+    monitor.poll_once()
+    session.active = [_Handle("q1", "run-2")]
+    monitor.poll_once()
+    assert heard == [("started", "run-1"), ("started", "run-2")]
+    assert monitor.track("q1").run_id == "run-2"

@@ -43,6 +43,9 @@ class WatchedQuery(Protocol):
     def name(self) -> str: ...
 
     @property
+    def run_id(self) -> str: ...
+
+    @property
     def progress(self) -> Progress | None: ...
 
     @property

@@ -342,11 +342,13 @@ class Monitor:
         for track in self._book.tracks():
             if track.state == "active" and track.id not in active:
                 query = next((q for q in self._session.streams.known_queries() if q.id == track.id), None)
-                if query is not None and track.run_id not in (None, query.run_id):  # a later run came and went
-                    self._book.on_started(track.id, query.name, query.run_id)  # between two polls: it ran, then ended
-                failure = query.exception if query is not None else None
-                self._book.on_terminated(track.id, failure.full if failure else None,
-                                         query.run_id if query is not None else None)
+                if query is not None and query.run_id not in track.runs:  # a later run came and went between two
+                    self._book.on_started(track.id, query.name, query.run_id)  # polls: it ran, then ended
+                # the error is the ended run's own: a Query of another run of this id (one started outside this
+                # process, which polling cannot read the end of) does not lend it its own
+                ended = query if query is not None and query.run_id in (track.run_id, None) else None
+                failure = ended.exception if ended is not None else None
+                self._book.on_terminated(track.id, failure.full if failure else None, track.run_id)
 
     def _poll_loop(self) -> None:
         """Poll until closed. A server that stops answering is said once, with the time of the numbers

@@ -344,3 +344,24 @@ def test_polling_tells_a_restart_that_came_between_two_polls():
     monitor.poll_once()
     assert heard == [("started", "run-1"), ("started", "run-2")]
     assert monitor.track("q1").run_id == "run-2"
+
+
+def test_polling_does_not_lend_the_end_of_a_run_the_error_of_an_earlier_one():
+    """A script restarts a query with pyspark's own start (sparkscope knows only the first run's Query): when the
+    second run ends, the poll says it ended, without the first run's error and without taking the first run for a
+    new one."""
+    from sparkscope.client.monitoring.monitor import Monitor
+
+    session = _PolledSession()
+    monitor = Monitor(session, use_listener=False)
+    heard = []
+    monitor.subscribe(lambda event: heard.append((event.kind, event.run_id, event.error)))
+    session.known = [_Ended("q1", "run-1", "q1", "the first run's error")]
+    session.active = [_Handle("q1", "run-1")]
+    monitor.poll_once()
+    session.active = [_Handle("q1", "run-2")]
+    monitor.poll_once()
+    session.active = []
+    monitor.poll_once()
+    assert heard == [("started", "run-1", None), ("started", "run-2", None), ("terminated", "run-2", None)]
+    assert monitor.track("q1").state == "stopped"

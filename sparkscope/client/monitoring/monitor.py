@@ -346,7 +346,7 @@ class Monitor:
                     self._book.on_started(track.id, query.name, query.run_id)  # polls: it ran, then ended
                 # the error is the ended run's own: a Query of another run of this id (one started outside this
                 # process, which polling cannot read the end of) does not lend it its own
-                ended = query if query is not None and query.run_id in (track.run_id, None) else None
+                ended = query if query is not None and query.run_id == track.run_id else None
                 failure = ended.exception if ended is not None else None
                 self._book.on_terminated(track.id, failure.full if failure else None, track.run_id)
 

@@ -2,8 +2,8 @@
 wheel, plus the Connect server on them), the seed pipelines with their exact results on real executors,
 Python on the workers with this interpreter, `server status`, and every process gone after `server stop`.
 
-It runs in its own pytest invocation (`make test` runs it after the server, client and Kafka tiers, beside what is
-left of the main tier), and looks only at its own processes. Everything binds to 127.0.0.1.
+It runs in its own pytest invocation (`make test` runs it after the rest), so no other Spark runs
+beside it. Everything binds to 127.0.0.1.
 """
 
 from __future__ import annotations

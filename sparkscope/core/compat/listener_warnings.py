@@ -1,11 +1,12 @@
-"""A StreamingQueryListener callback of the user's that raises: pyspark warns from its listener thread (once per
-distinct message, as Python's default filter shows a warning), and the REPL shows it too, in one line above the
+"""A StreamingQueryListener callback of the user's that raises: pyspark warns from its listener thread at each event,
+and the REPL says each distinct warning once (as Python's default filter means to), in one line above the
 prompt. Only while the REPL runs: its hook is taken off again when the REPL ends, and every other warning goes
 where it went before."""
 
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,11 @@ class ListenerWarnings:
         self._say = say
         self._shown: Any = None  # warnings.showwarning before install()
         self._filters: Any = None
+        # What was said, so that each distinct warning is said once. Python's default filter alone does not hold:
+        # any warnings.catch_warnings() in the process (codeop compiling each line typed, pyspark parsing a UDF)
+        # bumps the filters' version, and the same warning shows again at the listener's next event.
+        self._said: set[str] = set()
+        self._lock = threading.Lock()  # pyspark warns from its listener thread
 
     def install(self) -> None:
         if self._shown is not None:
@@ -41,6 +47,11 @@ class ListenerWarnings:
               line: Any = None) -> None:
         head, _, error = str(message).partition("\n")
         if re.match(LISTENER_FAILED, head):
-            self._say(f"warning: {head}: {' '.join(error.split()) or 'no message'}")
+            line = f"warning: {head}: {' '.join(error.split()) or 'no message'}"
+            with self._lock:
+                first = line not in self._said
+                self._said.add(line)
+            if first:
+                self._say(line)
             return
         self._shown(message, category, filename, lineno, file, line)

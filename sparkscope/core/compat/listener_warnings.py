@@ -47,11 +47,11 @@ class ListenerWarnings:
               line: Any = None) -> None:
         head, _, error = str(message).partition("\n")
         if re.match(LISTENER_FAILED, head):
-            line = f"warning: {head}: {' '.join(error.split()) or 'no message'}"
+            said = f"warning: {head}: {' '.join(error.split()) or 'no message'}"
             with self._lock:
-                first = line not in self._said
-                self._said.add(line)
+                first = said not in self._said
+                self._said.add(said)
             if first:
-                self._say(line)
+                self._say(said)
             return
         self._shown(message, category, filename, lineno, file, line)

@@ -135,7 +135,7 @@ def test_records_lost_fail_the_query_unless_fail_on_data_loss_is_false(ss, kafka
     wait_for(lambda: all(len(ss.peek(name, 100).rows) == 6 for name in ("strict", "lenient"))
              and committed_batch(stopped.checkpoint) is not None, 60, what="all three to read the first six")
     stopped.stop()
-    # tansu's DeleteRecords brings the broker down: the topic is deleted and made again, its offsets from 0
+    # the topic is deleted (tansu's DeleteRecords would bring the broker down), and made again below, its offsets from 0
     kafka_broker.delete(topic)
     wait_for(lambda: strict.state == "failed", 60, what="the running strict query to fail")
     # Which of two the query reads depends on when the deletion reaches its batch: the topic no longer listed, or

@@ -132,12 +132,31 @@ class Tail:
         return self
 
     def finish(self, timeout: float) -> None:
-        """After its query was stopped: print the batches it wrote before it ended (their events come before the
-        end's), waiting at most `timeout` seconds, then stop, so that no batch prints after the caller says the
-        query stopped (Spark's console sink printed them before stop() returned)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+        """After its query was stopped: print the batches it wrote before it ended, then stop, so that no batch prints
+        after the caller says the query stopped (Spark's console sink printed them before stop() returned). The
+        events already here are read first; a batch whose event had not come yet (a listener's events lag, a poll's
+        more) is read from the query's own record of its last batches. A read under way is waited for at most
+        `timeout` seconds."""
+        thread = self._thread
+        if thread is not None and self._unsubscribe is not None:  # its batches come as events
+            self._unsubscribe()
+            self._events.put(None)  # the thread ends after the events already queued
+            thread.join(timeout)
+            if not thread.is_alive():
+                self._tell_the_rest()
+        elif thread is not None:
+            thread.join(timeout)
         self.stop()
+
+    def _tell_the_rest(self) -> None:
+        """The batches of the ended query that no event told: its last progress reports, as the server keeps them."""
+        try:
+            history = self.query.history
+        except Exception as exc:
+            self._on_error(f"tail {self.query.name}: {translate(exc)}")
+            return
+        for progress in history:
+            self._tell(progress)
 
     def stop(self) -> None:
         """Stop: once this returns, nothing of this tail prints any more."""
@@ -167,19 +186,23 @@ class Tail:
                 if self._unsubscribe:
                     self._unsubscribe()
                 return
-            progress = event.progress
-            if progress is None or progress.batch_id <= self._last_batch or not ran_a_batch(progress):
-                continue
-            self._last_batch = progress.batch_id
-            try:
-                batch = self._read(progress.batch_id, progress.input_rows, progress.sink_rows)
-            except SparkscopeError as exc:
-                self._on_error(f"tail {self.query.name}: {exc}")
-                continue
-            except Exception as exc:
-                self._on_error(f"tail {self.query.name}: {translate(exc)}")
-                continue
-            self._print(batch)
+            if event.progress is not None:
+                self._tell(event.progress)
+
+    def _tell(self, progress: Progress) -> None:
+        """Print the batch `progress` reports, unless it was told or wrote nothing."""
+        if progress.batch_id <= self._last_batch or not ran_a_batch(progress):
+            return
+        self._last_batch = progress.batch_id
+        try:
+            batch = self._read(progress.batch_id, progress.input_rows, progress.sink_rows)
+        except SparkscopeError as exc:
+            self._on_error(f"tail {self.query.name}: {exc}")
+            return
+        except Exception as exc:
+            self._on_error(f"tail {self.query.name}: {translate(exc)}")
+            return
+        self._print(batch)
 
     def _poll_epochs(self) -> None:
         """A continuous query reports no progress per epoch: at each checkpoint interval, the rows its memory sink

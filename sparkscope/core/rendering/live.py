@@ -103,7 +103,7 @@ class Live:
                 stopped.append(key)
         return stopped
 
-    def finish_tails(self, names: list[str], timeout: float = 3.0) -> None:
+    def finish_tails(self, names: list[str], timeout: float = 10.0) -> None:
         """The queries `names` were stopped: their tails print what came before the end, then stop."""
         for name in names:
             tail = self.tails.pop(name, None)

@@ -29,15 +29,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise
+# pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise. No .pyc
+# files are written at install: Python writes those of the modules it imports, the first time (half of pip's CPU here)
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing sparkscope and pyspark into $(VENV) (about 450 MB; a minute or two the first time)…"
-	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
+	PYTHONWARNINGS=ignore $(BIN)/pip install --no-compile --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
 	@$(BIN)/python -c 'import sparkscope, pyspark' && touch $@
 	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate (notebooks: make lab)"
 
 $(TESTSTAMP): $(STAMP)
-	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q --no-compile -e '.[test]'
 	@touch $@
 
 $(BENCHSTAMP): $(TESTSTAMP)
@@ -54,28 +55,34 @@ $(LABSTAMP): $(STAMP)
 lab: $(LABSTAMP)
 	$(BIN)/jupyter lab
 
-.venv-servers/bare/.installed: pyproject.toml
-	rm -rf .venv-servers/bare && $(PYTHON) -m venv .venv-servers/bare
-	PYTHONWARNINGS=ignore .venv-servers/bare/bin/pip install -q pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
+# The tiers' venvs have no pip of their own (ensurepip takes 5 s of CPU a venv): the main venv's pip fills them
+# (`--python`), and writes no .pyc files (Python writes those of the modules a test imports). Built alone with a pip
+# each and its .pyc files, the seven took 109 s and 196 s of CPU; they are built beside the main tier, which needs the CPU.
+TIER_VENV = rm -rf $(1) && $(2) -m venv --without-pip $(1)
+TIER_PIP = PYTHONWARNINGS=ignore $(BIN)/pip --python $(1)/bin/python install -q --no-compile --disable-pip-version-check
+
+.venv-servers/bare/.installed: pyproject.toml | $(STAMP)
+	$(call TIER_VENV,.venv-servers/bare,$(PYTHON))
+	$(call TIER_PIP,.venv-servers/bare) pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
 	@.venv-servers/bare/bin/python -c 'import pyspark' && touch $@
 
-.venv-servers/spark-4.0/.installed: server-config/requirements.txt
-	rm -rf .venv-servers/spark-4.0 && $(PYTHON) -m venv .venv-servers/spark-4.0
-	PYTHONWARNINGS=ignore .venv-servers/spark-4.0/bin/pip install -q pyspark==$(OLDEST_SPARK) -r server-config/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+.venv-servers/spark-4.0/.installed: server-config/requirements.txt | $(STAMP)
+	$(call TIER_VENV,.venv-servers/spark-4.0,$(PYTHON))
+	$(call TIER_PIP,.venv-servers/spark-4.0) pyspark==$(OLDEST_SPARK) -r server-config/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
 	@.venv-servers/spark-4.0/bin/python -c 'import pyspark, pandas, pyarrow' && touch $@
 
 # The Kafka tier's server (tests/kafka/): Spark's own Kafka connector, which Maven Central here serves up to 4.2.0, on a
 # pyspark 4.2 of its own, with this checkout's sparkscope (its `server start --kafka`, its jar)
 KAFKA_SPARK := 4.2.0
-.venv-servers/spark-4.2/.installed: pyproject.toml
-	rm -rf .venv-servers/spark-4.2 && $(PYTHON) -m venv .venv-servers/spark-4.2
-	PYTHONWARNINGS=ignore .venv-servers/spark-4.2/bin/pip install -q "pyspark[connect]==$(KAFKA_SPARK)" 2>&1 | grep -v "^WARNING: Location" || true
-	PYTHONWARNINGS=ignore .venv-servers/spark-4.2/bin/pip install -q -e . 2>&1 | grep -v "^WARNING: Location" || true
+.venv-servers/spark-4.2/.installed: pyproject.toml | $(STAMP)
+	$(call TIER_VENV,.venv-servers/spark-4.2,$(PYTHON))
+	$(call TIER_PIP,.venv-servers/spark-4.2) "pyspark[connect]==$(KAFKA_SPARK)" 2>&1 | grep -v "^WARNING: Location" || true
+	$(call TIER_PIP,.venv-servers/spark-4.2) -e . 2>&1 | grep -v "^WARNING: Location" || true
 	@test "$$(.venv-servers/spark-4.2/bin/python -c 'import pyspark; print(pyspark.__version__)')" = "$(KAFKA_SPARK)" && touch $@
 
-.venv-servers/other-python/.installed: pyproject.toml
-	rm -rf .venv-servers/other-python && $(OTHER_PYTHON) -m venv .venv-servers/other-python
-	PYTHONWARNINGS=ignore .venv-servers/other-python/bin/pip install -q pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
+.venv-servers/other-python/.installed: pyproject.toml | $(STAMP)
+	$(call TIER_VENV,.venv-servers/other-python,$(OTHER_PYTHON))
+	$(call TIER_PIP,.venv-servers/other-python) pyspark==$(PYSPARK_PIN) 2>&1 | grep -v "^WARNING: Location" || true
 	@.venv-servers/other-python/bin/python -c 'import pyspark' && touch $@
 
 server-venvs: $(SERVER_VENVS)
@@ -84,10 +91,10 @@ server-venvs: $(SERVER_VENVS)
 # keeping the pyspark it was given (pip resolves sparkscope's range around it).
 CLIENT_LINES := 4.0.5 4.1.4 4.2.1
 CLIENT_VENVS := $(foreach v,$(CLIENT_LINES),.venv-clients/$(v)/.installed)
-.venv-clients/%/.installed: pyproject.toml
-	rm -rf .venv-clients/$* && $(PYTHON) -m venv .venv-clients/$*
-	PYTHONWARNINGS=ignore .venv-clients/$*/bin/pip install -q "pyspark[connect]==$*" 2>&1 | grep -v "^WARNING: Location" || true
-	PYTHONWARNINGS=ignore .venv-clients/$*/bin/pip install -q -e . pytest pexpect pyte 2>&1 | grep -v "^WARNING: Location" || true
+.venv-clients/%/.installed: pyproject.toml | $(STAMP)
+	$(call TIER_VENV,.venv-clients/$*,$(PYTHON))
+	$(call TIER_PIP,.venv-clients/$*) "pyspark[connect]==$*" 2>&1 | grep -v "^WARNING: Location" || true
+	$(call TIER_PIP,.venv-clients/$*) -e . pytest pexpect pyte 2>&1 | grep -v "^WARNING: Location" || true
 	@test "$$(.venv-clients/$*/bin/python -c 'import pyspark; print(pyspark.__version__)')" = "$*" && touch $@
 
 client-venvs: $(CLIENT_VENVS)

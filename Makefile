@@ -29,16 +29,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise. No .pyc
-# files are written at install: Python writes those of the modules it imports, the first time (half of pip's CPU here)
+# pip's own progress lines instead of a silent minute; the build backend's editable-install warning is noise
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing sparkscope and pyspark into $(VENV) (about 450 MB; a minute or two the first time)…"
-	PYTHONWARNINGS=ignore $(BIN)/pip install --no-compile --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
+	PYTHONWARNINGS=ignore $(BIN)/pip install --progress-bar on -e . "pyspark[connect]==$(PYSPARK_PIN)" | grep -v '^Requirement already satisfied' || true
 	@$(BIN)/python -c 'import sparkscope, pyspark' && touch $@
 	@echo "Done. Put sparkscope on your PATH with: . $(VENV)/bin/activate (notebooks: make lab)"
 
 $(TESTSTAMP): $(STAMP)
-	PYTHONWARNINGS=ignore $(BIN)/pip install -q --no-compile -e '.[test]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
 $(BENCHSTAMP): $(TESTSTAMP)
@@ -55,11 +54,12 @@ $(LABSTAMP): $(STAMP)
 lab: $(LABSTAMP)
 	$(BIN)/jupyter lab
 
-# The tiers' venvs have no pip of their own (ensurepip takes 5 s of CPU a venv): the main venv's pip fills them
-# (`--python`), and writes no .pyc files (Python writes those of the modules a test imports). Built alone with a pip
-# each and its .pyc files, the seven took 109 s and 196 s of CPU; they are built beside the main tier, which needs the CPU.
+# The tiers' venvs have no pip of their own (ensurepip takes 5 s of CPU a venv, and they are built beside the main tier,
+# which needs the CPU): the main venv's pip fills them (`--python`). pip writes the .pyc files of what it installs, and
+# keeps them: where PYTHONDONTWRITEBYTECODE is set (this machine's environment, many container images) Python never
+# writes one, so without them every process compiles each module it imports (tried: the suite's CPU went up a sixth).
 TIER_VENV = rm -rf $(1) && $(2) -m venv --without-pip $(1)
-TIER_PIP = PYTHONWARNINGS=ignore $(BIN)/pip --python $(1)/bin/python install -q --no-compile --disable-pip-version-check
+TIER_PIP = PYTHONWARNINGS=ignore $(BIN)/pip --python $(1)/bin/python install -q --disable-pip-version-check
 
 .venv-servers/bare/.installed: pyproject.toml | $(STAMP)
 	$(call TIER_VENV,.venv-servers/bare,$(PYTHON))
@@ -110,10 +110,15 @@ run: $(STAMP)
 # starts one server at a time: two JVMs, as the main tier's two workers); the foreign tier's report follows the
 # client and Kafka tiers'. (Running those tiers beside the main one took 3 minutes off a clean clone's run, but with
 # four JVMs on two cores two timing-bound tests failed: CONTRIBUTING.md.)
+# PYCACHE: pip compiles what it installs, but not the sources of an editable install, and where PYTHONDONTWRITEBYTECODE
+# is set (this machine's environment) Python never writes their .pyc files: each of the suite's 650 Python processes
+# compiled sparkscope's modules again (a REPL's imports took 1.70 s of CPU instead of 1.46 s). compileall writes them
+# once; Python checks each against its source, so an edited file is compiled again, in memory.
 TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory $(TESTSTAMP)
 	@$(BIN)/sparkscope server check-java
+	@$(BIN)/python -m compileall -q sparkscope >/dev/null  # the editable install's sources (PYCACHE above)
 	@mkdir -p .test-logs; rm -f .test-logs/venvs.log .test-logs/servers.log; \
 	echo "The venvs of the server, client and Kafka tiers are built beside the main tier (.test-logs/venvs.log)"; \
 	$(MAKE) --no-print-directory -j4 $(SERVER_VENVS) $(CLIENT_VENVS) > .test-logs/venvs.log 2>&1 & venvs=$$!; \

@@ -27,7 +27,14 @@ class Repl:
         self.child = child
 
     def expect(self, pattern, timeout: float = 60):
-        self.child.expect(pattern, timeout=timeout)
+        try:
+            self.child.expect(pattern, timeout=timeout)
+        except pexpect.TIMEOUT:
+            # pexpect's own message shows the last 100 characters, mostly the prompt's redraw: what the REPL said
+            # tells a slow machine from a line that never comes
+            said = clean(self.child.before if isinstance(self.child.before, str) else "")
+            raise pexpect.TIMEOUT(f"{getattr(pattern, 'pattern', pattern)!r} did not come within {timeout} s; the REPL "
+                                  f"printed since the last match:\n{said[-4000:]}") from None
         return clean(self.child.before + (self.child.after if isinstance(self.child.after, str) else ""))
 
     def prompt(self, timeout: float = 60) -> str:

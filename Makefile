@@ -102,32 +102,37 @@ client-venvs: $(CLIENT_VENVS)
 run: $(STAMP)
 	@$(BIN)/sparkscope
 
-# Two pytest workers (pytest-xdist), each with its own sandbox and session server, a test file at a time:
-# a single worker left the two cores idle 65% of the time while tests waited on the server's batches. The main
+# Three pytest workers (pytest-xdist), each with its own sandbox and session server, a test file at a time, on two
+# cores: a single worker left them idle 65% of the time while tests waited on the server's batches, two left them 17%
+# idle (the tests that wait out a frozen network or a killed server), three 5%: the main tier took 1,062 s instead of
+# 1,234 s, back to back on one checkout (2026-11-29). The main
 # tier's own venv is built first, alone, and the venvs of the other tiers are built while it runs (pip is half disk).
-# The cluster tier (a standalone master, two workers and the Connect server) runs after it, in its own pytest process,
-# so that no other Spark runs beside it. Then the foreign-server tier and the client tier run side by side (each
-# starts one server at a time: two JVMs, as the main tier's two workers); the foreign tier's report follows the
-# client and Kafka tiers'. (Running those tiers beside the main one took 3 minutes off a clean clone's run, but with
-# four JVMs on two cores two timing-bound tests failed: CONTRIBUTING.md.)
+# After it, three lanes side by side, each in its own pytest process: the client tier (one line after the other), the
+# foreign-server tier, and the cluster tier (a standalone master, two workers and the Connect server) then the Kafka
+# tier. Run one after the other the cluster tier kept the cores 56% idle, and the two lanes after it 33%. Each lane
+# writes its log (.test-logs/), shown when the lanes have ended. (Running those tiers beside the main one took
+# 3 minutes off a clean clone's run, but with four JVMs on two cores two timing-bound tests failed: CONTRIBUTING.md.)
 # PYCACHE: pip compiles what it installs, but not the sources of an editable install, and where PYTHONDONTWRITEBYTECODE
 # is set (this machine's environment) Python never writes their .pyc files: each of the suite's 650 Python processes
 # compiled sparkscope's modules again (a REPL's imports took 1.70 s of CPU instead of 1.46 s). compileall writes them
 # once; Python checks each against its source, so an edited file is compiled again, in memory.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory $(TESTSTAMP)
 	@$(BIN)/sparkscope server check-java
 	@$(BIN)/python -m compileall -q sparkscope >/dev/null  # the editable install's sources (PYCACHE above)
-	@mkdir -p .test-logs; rm -f .test-logs/venvs.log .test-logs/servers.log; \
+	@mkdir -p .test-logs; rm -f .test-logs/venvs.log .test-logs/clients.log .test-logs/servers.log .test-logs/cluster-kafka.log; \
 	echo "The venvs of the server, client and Kafka tiers are built beside the main tier (.test-logs/venvs.log)"; \
 	$(MAKE) --no-print-directory -j4 $(SERVER_VENVS) $(CLIENT_VENVS) > .test-logs/venvs.log 2>&1 & venvs=$$!; \
 	status=0; $(BIN)/python -m pytest tests examples/tests -q -n $(TEST_WORKERS) --dist loadfile --durations=20 --ignore=tests/cluster --ignore=tests/servers --ignore=tests/clients --ignore=tests/kafka --ignore=tests/e2e/test_guide.py || status=1; \
 	wait $$venvs || { echo "== building the venvs of the other tiers failed"; cat .test-logs/venvs.log; exit 1; }; \
-	$(BIN)/python -m pytest tests/cluster -q || status=1; \
-	echo "$(BIN)/python -m pytest tests/servers -q --durations=5 (beside the client and Kafka tiers)"; \
+	echo "The client tier, the foreign-server tier, and the cluster tier then the Kafka tier run side by side (.test-logs/)"; \
+	$(MAKE) --no-print-directory test-clients > .test-logs/clients.log 2>&1 & clients=$$!; \
 	$(BIN)/python -m pytest tests/servers -q --durations=5 > .test-logs/servers.log 2>&1 & servers=$$!; \
-	$(MAKE) --no-print-directory test-clients || status=1; $(MAKE) --no-print-directory test-kafka || status=1; \
+	{ lane=0; echo "== the cluster tier"; $(BIN)/python -m pytest tests/cluster -q || lane=1; \
+	  $(MAKE) --no-print-directory test-kafka || lane=1; exit $$lane; } > .test-logs/cluster-kafka.log 2>&1 & cluster=$$!; \
+	wait $$clients || status=1; cat .test-logs/clients.log; \
+	wait $$cluster || status=1; cat .test-logs/cluster-kafka.log; \
 	wait $$servers || status=1; echo "== the foreign-server tier"; cat .test-logs/servers.log; exit $$status
 
 # Spark's own Kafka connector, fetched by `sparkscope server start --kafka` on a Spark 4.2 server, against tansu

@@ -5,6 +5,7 @@ the wait between two; processAllAvailable, which cannot be sliced, is left to fi
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,8 +47,11 @@ def _beside(call: UserCall, work: Callable[[], Any]) -> Any:
     threading.Thread(target=run, name="sparkscope-wait", daemon=True).start()
     try:
         log.debug("waiting for %s beside its server calls: Ctrl-C ends the wait, not the query", call.waiting_on)
-        while not done.wait(0.1):  # polling a fact (the call ended), so that Ctrl-C is heard between two checks
-            pass
+        # polling a fact (the call ended), so that Ctrl-C is heard between two checks: a flag and a sleep, not
+        # done.wait(), whose Condition a KeyboardInterrupt landing between its release and its re-acquire leaves
+        # unlocked ("RuntimeError: release unlocked lock" in place of the interrupt, seen in IPython)
+        while not done.is_set():
+            time.sleep(0.05)
     except KeyboardInterrupt:
         call.cancelled.set()
         raise StoppedWaiting(call.waiting_on or "the query") from None

@@ -123,6 +123,57 @@ def test_listener_is_registered_again_after_its_stream_breaks(ss, monitor):
     assert monitor.mode == "listener"
 
 
+def test_a_stream_that_cannot_be_opened_again_says_the_user_s_listeners_went_with_it(remote_url, monkeypatch):
+    """The event stream broke and a new one could not be opened (the monitor polls): the listeners the user had added
+    with spark.streams.addListener were off pyspark's bus, and nothing said so. The notice names them, and adding one
+    again, as it says, brings its events back."""
+    import contextlib
+
+    import sparkscope
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class BatchCounter(StreamingQueryListener):
+        def __init__(self):
+            self.batches: list[int] = []
+
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            self.batches.append(event.progress.batchId)
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    counter = BatchCounter()
+    session = sparkscope.connect(remote_url)
+    try:
+        monitor = session.streams.monitor.start()
+        assert monitor.mode == "listener"
+        session.spark.streams.addListener(counter)
+        query = session.start(session.source.rate(10), "mon_users_listener", trigger="300 milliseconds")
+        wait_for(lambda: counter.batches, what="a batch the user's listener heard")
+        monkeypatch.setattr(monitor, "_register_again", lambda: False)  # the new stream cannot be opened
+        break_event_stream(session.spark)
+        wait_for(lambda: monitor.mode == "polling", what="the monitor to turn to polling")
+        assert monitor.notices[-1] == ("The live event stream broke and could not be re-opened; polling instead; your "
+                                       "listener BatchCounter was removed: add it again with spark.streams.addListener")
+        heard = len(counter.batches)
+        wait_for(lambda: query.progress is not None and query.progress.batch_id >= max(counter.batches) + 3,
+                 what="three batches the removed listener did not hear")
+        assert len(counter.batches) == heard, "the notice says the listener was removed, yet it still heard batches"
+        session.spark.streams.addListener(counter)
+        wait_for(lambda: len(counter.batches) >= heard + 2, what="the listener, added again, to hear batches")
+    finally:
+        with contextlib.suppress(Exception):
+            session.spark.streams.removeListener(counter)
+        session.streams.stop_all()
+        session.close()
+
+
 def test_polling_gives_the_same_numbers_as_the_listener(ss, monitor):
     polled = Monitor(ss, use_listener=False, poll_interval=0.2).start()
     try:

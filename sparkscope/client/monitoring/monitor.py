@@ -290,13 +290,14 @@ class Monitor:
                 self._book.notice(f"The live event stream {what}; listening again (back-filled {filled} "
                              f"batch{'es' if filled != 1 else ''} from recent progress)")
             return True
+        lost = _listeners_taken_off(others)
         if try_probe(self._session.server.target, timeout=2) is None:
             self.stale_since = time.time()
             how = "ran out of memory and exited" if cause_at(self._session.server.target.port) is not None else "went away"
-            self._book.notice(f"The server at {self._session.url} {how}, and its queries stopped with it",
+            self._book.notice(f"The server at {self._session.url} {how}, and its queries stopped with it{lost}",
                          code="server_gone")
         else:
-            self._book.notice(f"The live event stream {what} and could not be re-opened; polling instead")
+            self._book.notice(f"The live event stream {what} and could not be re-opened; polling instead{lost}")
         self.mode = "polling"
         self._poll_loop()
         return False
@@ -376,3 +377,14 @@ class Monitor:
             self._stop.wait(self._poll_interval)
 
 
+def _listeners_taken_off(taken: list[Any] | None) -> str:
+    """What a notice adds when the listeners the user added (spark.streams.addListener) were taken off a dead event
+    stream and could not go onto a new one: pyspark's bus no longer holds them, as pyspark's own bus drops every
+    listener, and warns, when its stream fails. Another monitor's listener is not the user's."""
+    users = [listener for listener in taken or [] if type(listener).__module__ != __name__]
+    if not users:
+        return ""
+    names = ", ".join(type(listener).__name__ for listener in users)
+    if len(users) == 1:
+        return f"; your listener {names} was removed: add it again with spark.streams.addListener"
+    return f"; your {len(users)} listeners ({names}) were removed: add them again with spark.streams.addListener"

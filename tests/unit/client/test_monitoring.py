@@ -365,3 +365,24 @@ def test_polling_does_not_lend_the_end_of_a_run_the_error_of_an_earlier_one():
     monitor.poll_once()
     assert heard == [("started", "run-1", None), ("started", "run-2", None), ("terminated", "run-2", None)]
     assert monitor.track("q1").state == "stopped"
+
+
+class AuditListener:  # a listener of the user's (pyspark's bus holds any object)
+    pass
+
+
+class AlertListener:
+    pass
+
+
+def test_the_listeners_a_dead_stream_took_off_are_named_and_a_monitor_s_own_is_not():
+    from sparkscope.client.monitoring.monitor import Monitor, _listeners_taken_off
+
+    monitors_own = type("_Listener", (), {"__module__": Monitor.__module__})()
+    assert _listeners_taken_off(None) == ""  # the bus's lock was not free: nothing was taken off
+    assert _listeners_taken_off([monitors_own]) == ""
+    assert _listeners_taken_off([AuditListener(), monitors_own]) == (
+        "; your listener AuditListener was removed: add it again with spark.streams.addListener")
+    assert _listeners_taken_off([AuditListener(), AlertListener()]) == (
+        "; your 2 listeners (AuditListener, AlertListener) were removed: add them again with "
+        "spark.streams.addListener")

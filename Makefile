@@ -104,8 +104,9 @@ run: $(STAMP)
 
 # Three pytest workers (pytest-xdist), each with its own sandbox and session server, a test file at a time, on two
 # cores: a single worker left them idle 65% of the time while tests waited on the server's batches, two left them 17%
-# idle (the tests that wait out a frozen network or a killed server), three 5%: the main tier took 1,062 s instead of
-# 1,234 s, back to back on one checkout (2026-11-29). The main
+# idle (the tests that wait out a frozen network or a killed server), three 5%. On one checkout (2026-11-29) the main
+# tier took 1,234 s with two workers, 1,166 s with two once the tests' JVMs no longer verified bytecode
+# (tests/conftest.py), and 1,062 s with three. The main
 # tier's own venv is built first, alone, and the venvs of the other tiers are built while it runs (pip is half disk).
 # After it, three lanes side by side, each in its own pytest process: the client tier (one line after the other), the
 # foreign-server tier, and the cluster tier (a standalone master, two workers and the Connect server) then the Kafka
